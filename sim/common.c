@@ -1,0 +1,81 @@
+/* common.c — error records, checked allocation and the data folder. */
+#include "common.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef MPSIM_DATADIR
+#define MPSIM_DATADIR "."
+#endif
+
+int mp_fail(struct mp_error *err, int status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = status;
+    }
+    return status;
+}
+
+void mp_error_prefix(struct mp_error *err, const char *fmt, ...)
+{
+    if (!err) return;
+    char head[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(head, sizeof head, fmt, ap);
+    va_end(ap);
+    /* Shift the old message right and copy the prefix in front, truncating. */
+    size_t hl = strlen(head), tl = strlen(err->msg), cap = sizeof err->msg - 1;
+    if (hl > cap) hl = cap;
+    if (hl + tl > cap) tl = cap - hl;
+    memmove(err->msg + hl, err->msg, tl);
+    memcpy(err->msg, head, hl);
+    err->msg[hl + tl] = '\0';
+}
+
+static void out_of_memory(size_t n)
+{
+    fprintf(stderr, "mpsim: out of memory (asked for %zu bytes)\n", n);
+    exit(MP_ERR_INTERNAL);
+}
+
+void *mp_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) out_of_memory(n);
+    return p;
+}
+
+void *mp_xcalloc(size_t count, size_t size)
+{
+    void *p = calloc(count ? count : 1, size ? size : 1);
+    if (!p) out_of_memory(count * size);
+    return p;
+}
+
+void *mp_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q) out_of_memory(n);
+    return q;
+}
+
+char *mp_xstrdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = mp_xmalloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+const char *mp_data_dir(void)
+{
+    const char *home = getenv("MPSIM_HOME");
+    return (home && *home) ? home : MPSIM_DATADIR;
+}

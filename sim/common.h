@@ -1,0 +1,71 @@
+/* common.h — the few types every mpsim module shares: simulated time, exit
+ * statuses and the error record that carries an input error up to the CLI.
+ *
+ * Two error channels (DESIGN.md §7): programmer errors are assert()s; input and
+ * environment errors fill a struct mp_error and return its status, and only the
+ * command-line layer prints it (once) and exits with that status. */
+#ifndef MPSIM_COMMON_H
+#define MPSIM_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Simulated time: an integer count of picoseconds. 2^63 ps is about 106 days,
+ * far beyond any step or serving horizon we simulate. */
+typedef int64_t mp_time;
+
+#define MP_PS_PER_NS ((mp_time)1000)
+#define MP_PS_PER_US ((mp_time)1000000)
+#define MP_PS_PER_MS ((mp_time)1000000000)
+#define MP_PS_PER_S  ((mp_time)1000000000000)
+
+/* Seconds (double) from picoseconds, for reports only; never for the engine. */
+static inline double mp_seconds(mp_time t) { return (double)t / 1e12; }
+
+/* Exit statuses of the mpsim commands (DESIGN.md §4). */
+enum mp_status {
+    MP_OK = 0,
+    MP_ERR_INTERNAL = 1,   /* a write failed, out of memory: the environment */
+    MP_ERR_INPUT = 2,      /* usage, file, key or value is wrong */
+    MP_ERR_INFEASIBLE = 3, /* valid input, but it does not fit or a schedule rule fails */
+};
+
+/* An error on its way up to the CLI. `status` is an enum mp_status; `msg`
+ * already names the file, line, key and what was expected. */
+struct mp_error {
+    int status;
+    char msg[1024];
+};
+
+/* Fill `err` (which may be NULL) with a printf-style message and return
+ * `status`, so callers can write `return mp_fail(err, MP_ERR_INPUT, ...)`. */
+int mp_fail(struct mp_error *err, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prefix an existing message with more context ("scenario.ini: " + msg). */
+void mp_error_prefix(struct mp_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Allocation that never returns NULL: out of memory aborts with a message,
+ * since no simulation can continue without its arrays. */
+void *mp_xmalloc(size_t n);
+void *mp_xcalloc(size_t count, size_t size);
+void *mp_xrealloc(void *p, size_t n);
+char *mp_xstrdup(const char *s);
+
+/* Grow a dynamic array so it can hold `need` items of `item` bytes. */
+#define MP_GROW(ptr, cap, need)                                              \
+    do {                                                                    \
+        if ((size_t)(need) > (size_t)(cap)) {                               \
+            size_t mp_newcap_ = (cap) ? (size_t)(cap) * 2 : 16;             \
+            while (mp_newcap_ < (size_t)(need)) mp_newcap_ *= 2;            \
+            (ptr) = mp_xrealloc((ptr), mp_newcap_ * sizeof *(ptr));         \
+            (cap) = mp_newcap_;                                             \
+        }                                                                   \
+    } while (0)
+
+/* The folder holding the project's presets (models/, hardware/, scenarios/):
+ * $MPSIM_HOME if set, else the source tree the binary was built from. */
+const char *mp_data_dir(void);
+
+#endif
