@@ -1,0 +1,186 @@
+/* engine.c — the discrete-event core; see engine.h. */
+#include "engine.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NONE (-1)
+
+static int n_streams(const struct taskgraph *g) { return g->n_chips * N_STREAMS; }
+
+void engine_init(struct engine *e, const struct taskgraph *g)
+{
+    assert(g->finalized);
+    memset(e, 0, sizeof *e);
+    e->g = g;
+    eventq_init(&e->q);
+    size_t n = (size_t)(g->n_ops ? g->n_ops : 1);
+    e->start = mp_xmalloc(n * sizeof *e->start);
+    e->end = mp_xmalloc(n * sizeof *e->end);
+    for (int i = 0; i < g->n_ops; i++) e->start[i] = e->end[i] = NONE;
+    e->mem = mp_xcalloc((size_t)g->n_chips, sizeof *e->mem);
+    e->pending = mp_xmalloc(n * sizeof *e->pending);
+    memcpy(e->pending, g->n_deps, (size_t)g->n_ops * sizeof *e->pending);
+    e->waiting = mp_xcalloc(n, sizeof *e->waiting);
+    e->wait_next = mp_xmalloc(n * sizeof *e->wait_next);
+    e->next = mp_xmalloc((size_t)n_streams(g) * sizeof *e->next);
+    for (int s = 0; s < n_streams(g); s++) e->next[s] = g->stream_off[s];
+    e->busy = mp_xcalloc((size_t)n_streams(g), sizeof *e->busy);
+    size_t nl = (size_t)(g->n_links ? g->n_links : 1);
+    e->link_holder = mp_xmalloc(nl * sizeof *e->link_holder);
+    e->link_wait_head = mp_xmalloc(nl * sizeof *e->link_wait_head);
+    e->link_wait_tail = mp_xmalloc(nl * sizeof *e->link_wait_tail);
+    for (int l = 0; l < g->n_links; l++)
+        e->link_holder[l] = e->link_wait_head[l] = e->link_wait_tail[l] = NONE;
+}
+
+void engine_release(struct engine *e)
+{
+    eventq_release(&e->q);
+    free(e->start);
+    free(e->end);
+    free(e->mem);
+    free(e->mem_log);
+    free(e->pending);
+    free(e->waiting);
+    free(e->wait_next);
+    free(e->next);
+    free(e->busy);
+    free(e->link_holder);
+    free(e->link_wait_head);
+    free(e->link_wait_tail);
+    memset(e, 0, sizeof *e);
+}
+
+static void mem_change(struct engine *e, int chip, int cat, double delta)
+{
+    struct chip_memory *m = &e->mem[chip];
+    m->current[cat] += delta;
+    double total = 0;
+    for (int c = 0; c < N_MEM_CATS; c++) total += m->current[c];
+    if (total > m->peak) {
+        m->peak = total;
+        memcpy(m->at_peak, m->current, sizeof m->at_peak);
+        m->peak_time = e->now;
+    }
+    if (e->record_memory) {
+        MP_GROW(e->mem_log, e->cap_mem_log, e->n_mem_log + 1);
+        e->mem_log[e->n_mem_log++] = (struct mem_event){
+            .time = e->now, .chip = chip, .cat = (uint8_t)cat, .delta = delta,
+            .in_use = total,
+        };
+    }
+}
+
+static void link_enqueue(struct engine *e, int link, int op)
+{
+    e->waiting[op] = true;
+    e->wait_next[op] = NONE;
+    if (e->link_wait_tail[link] == NONE)
+        e->link_wait_head[link] = op;
+    else
+        e->wait_next[e->link_wait_tail[link]] = op;
+    e->link_wait_tail[link] = op;
+}
+
+/* Start the op heading stream `s` if everything it needs is free. */
+static void try_start(struct engine *e, int s)
+{
+    const struct taskgraph *g = e->g;
+    if (e->busy[s] || e->next[s] >= g->stream_off[s + 1]) return;
+    int id = g->stream_ops[e->next[s]];
+    if (e->pending[id] > 0 || e->waiting[id]) return;
+    const struct op *o = &g->ops[id];
+    const int32_t *route = g->route + o->route_off;
+    for (int i = 0; i < o->route_len; i++) {
+        if (e->link_holder[route[i]] != NONE) {
+            link_enqueue(e, route[i], id);
+            return;
+        }
+    }
+    for (int i = 0; i < o->route_len; i++) e->link_holder[route[i]] = id;
+    e->busy[s] = true;
+    e->next[s]++;
+    e->start[id] = e->now;
+    if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
+    eventq_schedule(&e->q, e->now + o->duration, 0, id);
+}
+
+static int stream_of(const struct op *o) { return o->chip * N_STREAMS + o->stream; }
+
+/* A link came free: every transfer queued on it tries again, in arrival
+ * order; those still blocked (by another link) queue where they block. */
+static void link_release(struct engine *e, int link)
+{
+    e->link_holder[link] = NONE;
+    int op = e->link_wait_head[link];
+    e->link_wait_head[link] = e->link_wait_tail[link] = NONE;
+    while (op != NONE) {
+        int next = e->wait_next[op];
+        e->waiting[op] = false;
+        try_start(e, stream_of(&e->g->ops[op]));
+        op = next;
+    }
+}
+
+static void on_op_end(void *ctx, const struct eventq_event *ev)
+{
+    struct engine *e = ctx;
+    const struct taskgraph *g = e->g;
+    int id = (int)ev->data;
+    const struct op *o = &g->ops[id];
+    e->now = ev->time;
+    e->end[id] = ev->time;
+    e->done++;
+    int s = stream_of(o);
+    e->busy[s] = false;
+    if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
+    const int32_t *route = g->route + o->route_off;
+    for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
+    for (int k = g->succ_off[id]; k < g->succ_off[id + 1]; k++) {
+        int next = g->succ[k];
+        if (--e->pending[next] == 0) try_start(e, stream_of(&g->ops[next]));
+    }
+    try_start(e, s);
+}
+
+int engine_run(struct engine *e, struct mp_error *err)
+{
+    const struct taskgraph *g = e->g;
+    e->now = 0;
+    for (int chip = 0; chip < g->n_chips; chip++)
+        for (int c = 0; c < N_MEM_CATS; c++) {
+            double b = g->static_mem[(size_t)chip * N_MEM_CATS + c];
+            if (b > 0) mem_change(e, chip, c, b);
+        }
+    for (int s = 0; s < n_streams(g); s++) try_start(e, s);
+    e->events += eventq_run(&e->q, on_op_end, e);
+    if (e->done == g->n_ops) return MP_OK;
+
+    /* Stuck: name the streams whose next op never became ready. */
+    char buf[700] = "";
+    int shown = 0;
+    for (int s = 0; s < n_streams(g) && shown < 4; s++) {
+        if (e->next[s] >= g->stream_off[s + 1]) continue;
+        int id = g->stream_ops[e->next[s]];
+        const struct op *o = &g->ops[id];
+        size_t len = strlen(buf);
+        snprintf(buf + len, sizeof buf - len, "%s chip %d %s waits on op %s mb %d stage %d (%d deps left)",
+                 shown ? ";" : "", o->chip, tg_stream_name(o->stream), tg_tag_name(o->tag),
+                 o->mb, o->stage, e->pending[id]);
+        shown++;
+    }
+    return mp_fail(err, MP_ERR_INFEASIBLE,
+                   "the schedule cannot finish: %d of %d ops ran, then nothing could start:%s",
+                   e->done, g->n_ops, buf);
+}
+
+mp_time engine_makespan(const struct engine *e)
+{
+    mp_time t = 0;
+    for (int i = 0; i < e->g->n_ops; i++)
+        if (e->end[i] > t) t = e->end[i];
+    return t;
+}

@@ -1,0 +1,139 @@
+/* taskgraph.c — building the op graph; see taskgraph.h. */
+#include "taskgraph.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct op tg_op(enum op_kind kind, int chip, enum stream_kind stream, enum op_tag tag,
+                mp_time duration)
+{
+    return (struct op){
+        .duration = duration, .chip = chip, .mb = -1, .mb2 = -1, .stage = -1,
+        .layer_first = -1, .layer_last = -1, .route_off = 0, .route_len = 0,
+        .stream = (uint8_t)stream, .kind = (uint8_t)kind, .tag = (uint8_t)tag,
+        .alloc_cat = MEM_ACTIVATIONS, .free_cat = MEM_ACTIVATIONS,
+    };
+}
+
+void tg_init(struct taskgraph *g, int n_chips, int n_links)
+{
+    memset(g, 0, sizeof *g);
+    g->n_chips = n_chips;
+    g->n_links = n_links;
+    g->static_mem = mp_xcalloc((size_t)n_chips * N_MEM_CATS, sizeof *g->static_mem);
+}
+
+void tg_release(struct taskgraph *g)
+{
+    free(g->ops);
+    free(g->route);
+    free(g->edge_from);
+    free(g->edge_to);
+    free(g->static_mem);
+    free(g->succ_off);
+    free(g->succ);
+    free(g->n_deps);
+    free(g->stream_off);
+    free(g->stream_ops);
+    memset(g, 0, sizeof *g);
+}
+
+int tg_add(struct taskgraph *g, const struct op *op)
+{
+    assert(!g->finalized);
+    assert(op->chip >= 0 && op->chip < g->n_chips);
+    assert(op->stream < N_STREAMS);
+    assert(op->duration >= 0);
+    MP_GROW(g->ops, g->cap_ops, g->n_ops + 1);
+    g->ops[g->n_ops] = *op;
+    return g->n_ops++;
+}
+
+int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n)
+{
+    MP_GROW(g->route, g->cap_route, g->n_route + n);
+    struct op o = *op;
+    o.route_off = g->n_route;
+    o.route_len = n;
+    for (int i = 0; i < n; i++) {
+        assert(links[i] >= 0 && links[i] < g->n_links);
+        g->route[g->n_route++] = links[i];
+    }
+    return tg_add(g, &o);
+}
+
+void tg_dep(struct taskgraph *g, int before, int after)
+{
+    assert(before >= 0 && before < g->n_ops && after >= 0 && after < g->n_ops);
+    assert(before != after);
+    if (g->n_edges == g->cap_edges) {
+        g->cap_edges = g->cap_edges ? 2 * g->cap_edges : 64;
+        g->edge_from = mp_xrealloc(g->edge_from, (size_t)g->cap_edges * sizeof *g->edge_from);
+        g->edge_to = mp_xrealloc(g->edge_to, (size_t)g->cap_edges * sizeof *g->edge_to);
+    }
+    g->edge_from[g->n_edges] = before;
+    g->edge_to[g->n_edges] = after;
+    g->n_edges++;
+}
+
+void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double bytes)
+{
+    assert(chip >= 0 && chip < g->n_chips && bytes >= 0);
+    g->static_mem[(size_t)chip * N_MEM_CATS + cat] += bytes;
+}
+
+/* Counting sort of `n` items into `buckets` by key, keeping insertion order
+ * within a bucket: off[b]..off[b+1] indexes `out`. */
+static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, int32_t **out)
+{
+    int32_t *off = mp_xcalloc((size_t)buckets + 1, sizeof *off);
+    for (int i = 0; i < n; i++) off[key[i] + 1]++;
+    for (int b = 0; b < buckets; b++) off[b + 1] += off[b];
+    int32_t *fill = mp_xmalloc(((size_t)buckets + 1) * sizeof *fill);
+    memcpy(fill, off, ((size_t)buckets + 1) * sizeof *fill);
+    int32_t *o = mp_xmalloc((size_t)(n ? n : 1) * sizeof *o);
+    for (int i = 0; i < n; i++) o[fill[key[i]]++] = i;
+    free(fill);
+    *off_out = off;
+    *out = o;
+}
+
+void tg_finalize(struct taskgraph *g)
+{
+    assert(!g->finalized);
+    /* Successors: bucket edges by their source, then map edge ids to targets. */
+    int32_t *edge_ids;
+    bucket(g->n_edges, g->n_ops, g->edge_from, &g->succ_off, &edge_ids);
+    g->succ = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *g->succ);
+    g->n_deps = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *g->n_deps);
+    for (int e = 0; e < g->n_edges; e++) {
+        g->succ[e] = g->edge_to[edge_ids[e]];
+        g->n_deps[g->edge_to[e]]++;
+    }
+    free(edge_ids);
+
+    int32_t *stream_key = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *stream_key);
+    for (int i = 0; i < g->n_ops; i++)
+        stream_key[i] = g->ops[i].chip * N_STREAMS + g->ops[i].stream;
+    bucket(g->n_ops, g->n_chips * N_STREAMS, stream_key, &g->stream_off, &g->stream_ops);
+    free(stream_key);
+    g->finalized = 1;
+}
+
+static const char *const tag_names[N_TAGS] = {
+    [TAG_F] = "F", [TAG_B] = "B", [TAG_W] = "W", [TAG_BW] = "BW", [TAG_FB] = "FB",
+    [TAG_OPTIMIZER] = "optimizer", [TAG_SEND] = "send", [TAG_ALL_REDUCE] = "all_reduce",
+    [TAG_REDUCE_SCATTER] = "reduce_scatter", [TAG_ALL_GATHER] = "all_gather",
+    [TAG_ALL_TO_ALL] = "all_to_all", [TAG_BROADCAST] = "broadcast", [TAG_MEM] = "mem",
+    [TAG_OTHER] = "other",
+};
+
+static const char *const mem_names[N_MEM_CATS] = {
+    [MEM_WEIGHTS] = "weights", [MEM_GRADS] = "grads", [MEM_OPTIMIZER] = "optimizer",
+    [MEM_ACTIVATIONS] = "activations", [MEM_KV] = "kv", [MEM_COMM] = "comm",
+};
+
+const char *tg_tag_name(enum op_tag tag) { return tag < N_TAGS ? tag_names[tag] : "?"; }
+const char *tg_mem_cat_name(enum mem_cat cat) { return cat < N_MEM_CATS ? mem_names[cat] : "?"; }
+const char *tg_stream_name(enum stream_kind s) { return s == STREAM_COMPUTE ? "compute" : "comm"; }

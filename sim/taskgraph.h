@@ -1,0 +1,94 @@
+/* taskgraph.h — the work a strategy asks of the machine: ops on chips'
+ * streams, with dependencies, in the order each stream must run them.
+ *
+ * A strategy (sim/strategy/) appends ops; each (chip, stream) runs its ops in
+ * the order they were appended, each starting when the ones it depends on are
+ * done, its stream is free and, for a transfer, every link of its route is
+ * free. The graph carries no notion of pipelines: tags and microbatch numbers
+ * ride along only for reports. */
+#ifndef MPSIM_TASKGRAPH_H
+#define MPSIM_TASKGRAPH_H
+
+#include <stdint.h>
+
+#include "common.h"
+
+enum stream_kind { STREAM_COMPUTE, STREAM_COMM, N_STREAMS };
+
+enum op_kind {
+    OP_COMPUTE,    /* holds the compute stream for `duration` */
+    OP_TRANSFER,   /* holds the comm stream and every link of its route */
+    OP_COLLECTIVE, /* a whole collective priced analytically, on the comm stream */
+    OP_MEMORY,     /* zero-time allocate/free, ordered on its stream */
+};
+
+/* What an op is, for reports and the viewer; the engine ignores it. */
+enum op_tag {
+    TAG_F, TAG_B, TAG_W, TAG_BW, TAG_FB, TAG_OPTIMIZER,
+    TAG_SEND, TAG_ALL_REDUCE, TAG_REDUCE_SCATTER, TAG_ALL_GATHER,
+    TAG_ALL_TO_ALL, TAG_BROADCAST, TAG_MEM, TAG_OTHER,
+    N_TAGS
+};
+
+enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
+               MEM_COMM, N_MEM_CATS };
+
+struct op {
+    mp_time duration;
+    double bytes;         /* bytes moved (transfers, collectives); reports only */
+    double alloc_bytes;   /* taken from `alloc_cat` when the op starts */
+    double free_bytes;    /* returned to `free_cat` when the op ends */
+    int32_t chip;
+    int32_t mb, mb2;      /* microbatch (and FB's second one); -1 when none */
+    int32_t stage;        /* pipeline stage (position on the path); -1 when none */
+    int32_t layer_first, layer_last; /* model layers covered; -1 when none */
+    int32_t route_off, route_len;    /* transfer: links in taskgraph.route */
+    uint8_t stream, kind, tag, alloc_cat, free_cat;
+};
+
+struct taskgraph {
+    int n_chips, n_links;
+    struct op *ops;
+    int n_ops, cap_ops;
+    int32_t *route;           /* link indices of every transfer's route */
+    int n_route, cap_route;
+    int32_t *edge_from, *edge_to; /* dependency edges as added */
+    int n_edges, cap_edges;
+    double *static_mem;       /* [n_chips × N_MEM_CATS] allocated at time 0 */
+    /* Built by tg_finalize: */
+    int32_t *succ_off, *succ;     /* CSR successor lists */
+    int32_t *n_deps;              /* predecessors per op */
+    int32_t *stream_off, *stream_ops; /* CSR: ops of stream (chip*N_STREAMS+s) in order */
+    int finalized;
+};
+
+/* An op with every optional field empty (-1 / 0), for designated init:
+ * struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_F, duration); */
+struct op tg_op(enum op_kind kind, int chip, enum stream_kind stream, enum op_tag tag,
+                mp_time duration);
+
+void tg_init(struct taskgraph *g, int n_chips, int n_links);
+void tg_release(struct taskgraph *g);
+
+/* Append an op; returns its index. Its position among the ops already on its
+ * (chip, stream) is its place in that stream's order. */
+int tg_add(struct taskgraph *g, const struct op *op);
+
+/* Append a transfer whose route is `links[0..n)`. */
+int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n);
+
+/* `after` may not start before `before` has ended. */
+void tg_dep(struct taskgraph *g, int before, int after);
+
+/* Memory held on `chip` from time 0 (weights, gradients, optimizer state). */
+void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double bytes);
+
+/* Build the successor lists and per-stream orders; no ops may be added after. */
+void tg_finalize(struct taskgraph *g);
+
+/* Names for reports: "F", "all_reduce", "activations", "compute"... */
+const char *tg_tag_name(enum op_tag tag);
+const char *tg_mem_cat_name(enum mem_cat cat);
+const char *tg_stream_name(enum stream_kind s);
+
+#endif
