@@ -1,0 +1,132 @@
+/* config.h — a scenario: the INI file plus `--set` overrides, checked and
+ * completed with defaults into one typed struct.
+ *
+ * Every parameter has one dotted name ("parallel.pp"), used alike by the INI
+ * file ([parallel] pp = 4), by `--set parallel.pp=4`, by sweeps' `--vary` and
+ * as a sweep CSV column. The names live in one table (config_keys), which also
+ * carries each key's type, default and one-line documentation, so `--help`,
+ * error messages and did-you-mean all come from the same place. */
+#ifndef MPSIM_CONFIG_H
+#define MPSIM_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+enum model_kind { MODEL_TRANSFORMER, MODEL_SYNTHETIC };
+enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
+
+#define CONFIG_STR 512
+
+struct config {
+    char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
+    char dir[CONFIG_STR];  /* its folder: relative paths resolve here first */
+    char name[128];        /* the scenario's file name without folder and .ini */
+
+    struct {
+        char config[CONFIG_STR]; /* preset name or path to a HF config.json */
+        int kind;                /* enum model_kind */
+        int seq_len;             /* tokens per sequence */
+        int weight_bits, activation_bits, kv_bits;
+    } model;
+
+    /* A model given by its times alone, so textbook cases run exactly.
+     * Times are of one microbatch on one pipeline stage (split over vpp chunks). */
+    struct {
+        mp_time forward, backward_input, backward_weight;
+        mp_time hop;          /* delay of each stage-to-stage hand-off */
+        double activation;    /* bytes one forward stashes on a stage (M_B) */
+        double activation_w;  /* of those, bytes only W needs (M_W, freed by W) */
+        double weights;       /* bytes of weights per stage (static) */
+    } synthetic;
+
+    struct {
+        char system[CONFIG_STR]; /* preset name or path to a system .ini */
+        int nodes;               /* 0 = as many as the layout needs */
+    } hardware;
+
+    struct {
+        int tp, pp, dp, ep, vpp;
+        bool sp;
+    } parallel;
+
+    struct {
+        int global_batch;   /* sequences per step, over all DP replicas */
+        int micro_batch;    /* sequences per microbatch */
+        char schedule[64];  /* a registered pipeline schedule name */
+        int recompute;      /* enum recompute_kind */
+        int zero;           /* ZeRO stage 0..3 */
+    } training;
+
+    struct {
+        uint64_t seed;
+    } run;
+};
+
+enum config_type {
+    CONFIG_INT,      /* int, decimal */
+    CONFIG_U64,      /* uint64_t */
+    CONFIG_BOOL,     /* true/false, yes/no, on/off, 1/0 */
+    CONFIG_DURATION, /* mp_time; value needs a unit: ns, us, ms, s */
+    CONFIG_SIZE,     /* double bytes; B, KB, MB, GB, TB (1000s) or KiB, MiB, GiB, TiB */
+    CONFIG_DOUBLE,
+    CONFIG_STRING,   /* char[CONFIG_STR] or smaller, see `size` */
+    CONFIG_ENUM,     /* int, one of `choices` ("none|selective|full") */
+};
+
+struct config_key {
+    const char *name;     /* dotted: "section.key" */
+    enum config_type type;
+    size_t offset;        /* into struct config */
+    size_t size;          /* for strings: buffer size */
+    const char *fallback; /* default, as it would be written in the INI */
+    const char *choices;  /* CONFIG_ENUM: "a|b|c" in enum order */
+    double min, max;      /* numeric range, inclusive (ignored when min > max) */
+    const char *doc;      /* one line for --help */
+};
+
+/* The table of every key, terminated by an entry with name == NULL. */
+extern const struct config_key config_keys[];
+
+/* Look a dotted key up; NULL when unknown. */
+const struct config_key *config_find_key(const char *name);
+
+/* Fill every field with its default. */
+void config_defaults(struct config *cfg);
+
+/* Read a scenario INI file over the defaults already in `cfg`. Unknown
+ * sections or keys, and bad values, are MP_ERR_INPUT with "FILE:LINE: key
+ * section.key: expected ..., got '...'" (and a did-you-mean when close). */
+int config_load(struct config *cfg, const char *path, struct mp_error *err);
+
+/* Apply one "section.key=value" override (from --set); `where` names its
+ * origin for messages ("--set"). */
+int config_set(struct config *cfg, const char *assignment, const char *where,
+               struct mp_error *err);
+
+/* Set one key from its text value. */
+int config_set_key(struct config *cfg, const char *key, const char *value,
+                   const char *where, struct mp_error *err);
+
+/* Write a key's current value as it would appear in an INI (for sweep CSVs). */
+void config_format_value(const struct config *cfg, const struct config_key *key,
+                         char *buf, size_t size);
+
+/* Cross-key checks once everything is set: global_batch divisible by
+ * micro_batch × dp, degrees ≥ 1, and so on. MP_ERR_INPUT with the numbers. */
+int config_check(const struct config *cfg, struct mp_error *err);
+
+/* Find a preset or file: `name` as a path relative to the scenario's folder
+ * (or absolute), then <data dir>/<subdir>/<name><ext>, then
+ * <data dir>/<subdir>/<name>. Returns 0 and writes `out`, or MP_ERR_INPUT
+ * naming where it looked. */
+int config_resolve(const struct config *cfg, const char *name, const char *subdir,
+                   const char *ext, char *out, size_t size, struct mp_error *err);
+
+/* Number of microbatches each pipeline sees per step:
+ * global_batch / (micro_batch × dp). */
+int config_microbatches(const struct config *cfg);
+
+#endif
