@@ -1,0 +1,86 @@
+/* system.h — chips wired into a machine: nodes of chips on a scale-up fabric
+ * (NVSwitch, xGMI mesh, torus, wafer), nodes joined by a scale-out fabric
+ * (fat-tree, rail-optimised, Ethernet chain). Presets are INI files under
+ * hardware/systems/.
+ *
+ * The system is a set of directed links, each with a bandwidth and a latency;
+ * a route between two chips is a list of link indices. The engine only sees
+ * link indices and durations, so topology lives here alone. */
+#ifndef MPSIM_SYSTEM_H
+#define MPSIM_SYSTEM_H
+
+#include "chip.h"
+#include "common.h"
+
+enum topology {
+    TOPO_SWITCH,    /* every chip has one up and one down link to a switch */
+    TOPO_RING,      /* chip i -> i+1 and i -> i-1 */
+    TOPO_FULL_MESH, /* a direct link between every pair */
+    TOPO_CHAIN,     /* a line of hops (Ethernet between wafers): i <-> i+1 */
+    TOPO_FAT_TREE,  /* scale-out: one NIC per chip into a non-blocking fabric */
+    TOPO_NONE,      /* no fabric: one chip per node, or one node per system */
+};
+
+struct link {
+    double bw;         /* bytes/s; INFINITY for an instant link */
+    mp_time latency;   /* per traversal */
+};
+
+struct fabric {
+    enum topology topo;
+    double bw;         /* each link, one direction, bytes/s (INFINITY: instant);
+                          on a switch or fat-tree that is per chip per direction */
+    mp_time latency;   /* per hop; a switch or fat-tree charges it once per
+                          route, on the up link */
+};
+
+struct system {
+    char name[64];
+    char description[256]; /* one line for `mpsim list systems` ("" if none) */
+    struct chip chip;
+    int chips_per_node;
+    int nodes;
+    int n_chips;
+    struct fabric scaleup, scaleout;
+    struct link *links;
+    int n_links;
+    /* Internal routing tables, built by system_load: per chip, the index of
+     * a link, -1 where it has none; NULL when the topology has no such link.
+     * Chips are numbered node by node: chip c is local c % chips_per_node of
+     * node c / chips_per_node. */
+    int *up, *down;          /* switch: chip -> switch, switch -> chip */
+    int *next, *prev;        /* ring/chain: to local + 1 / local - 1 (ring wraps) */
+    int *mesh;               /* full mesh: first of the chip's chips_per_node - 1
+                                out-links, in local order with itself skipped */
+    int *nic_up, *nic_down;  /* fat-tree: NIC out, NIC in */
+    int *out_next, *out_prev; /* scale-out chain: to the same local chip of
+                                 node + 1 / node - 1 (one chain per rail) */
+};
+
+/* Load a system preset (name under hardware/systems/ or a path) with the chip
+ * its [system] chip key names in `cat`. A name with no '/' and no ".ini" is a
+ * preset. `nodes` = 0 picks the fewest nodes holding `chips_needed` chips (at
+ * least 1); n_chips is then nodes × chips_per_node. MP_ERR_INPUT names file,
+ * line and key. On failure `sys` is empty and safe to release. */
+int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
+                const struct chip_catalog *cat, struct mp_error *err);
+
+void system_release(struct system *sys);
+
+/* Node of a chip. */
+int system_node_of(const struct system *sys, int chip);
+
+/* Links a transfer from `src` to `dst` crosses, written to `out` (up to
+ * `max`); returns the route's full length (0 when src == dst), which exceeds
+ * `max` when `out` was too short (like snprintf). Inside a node: switch
+ * [up, down], ring the shorter way hop by hop, full mesh the direct link,
+ * chain hop by hop. Across nodes: fat-tree [nic_up, nic_down]; chain: first
+ * to the destination's local index inside the source node, then node by
+ * node. */
+int system_route(const struct system *sys, int src, int dst, int *out, int max);
+
+/* Time to move `bytes` along a route with nothing else on it: the sum of the
+ * links' latencies plus bytes over the slowest link's bandwidth. */
+mp_time system_route_time(const struct system *sys, const int *route, int n, double bytes);
+
+#endif
