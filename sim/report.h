@@ -1,0 +1,36 @@
+/* report.h — a finished simulation in the forms people read and tools take:
+ * a text summary, one JSON object with stable keys (DESIGN.md §4), a timeline
+ * CSV (one row per op, memory change and run fact; the viewer's input) and a
+ * Chrome/Perfetto trace (one process per chip, one thread per stream, memory
+ * as counter tracks, arrows for stage-to-stage hand-offs).
+ *
+ * Every writer takes an open FILE (from outfile.h, so nothing is half-written)
+ * and never prints the simulator's own wall time except in the summary and
+ * JSON, so the timeline and trace are byte-identical across runs. */
+#ifndef MPSIM_REPORT_H
+#define MPSIM_REPORT_H
+
+#include <stdio.h>
+
+#include "sim.h"
+
+/* The readable summary: what ran, step time, tokens/s, MFU, bubble (with the
+ * closed form beside it for textbook schedules), and a per-stage table. */
+void report_text(FILE *f, const struct sim *s);
+
+/* One JSON object (cJSON), keys of DESIGN.md §4; for an infeasible run,
+ * feasible=false and infeasible_reason, with what metrics exist. */
+void report_json(FILE *f, const struct sim *s);
+
+/* The timeline CSV. Columns:
+ *   chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,
+ *   start_s,end_s,bytes,mem_bytes,label
+ * op rows (stream compute|comm), memory rows (stream memory, kind mem, bytes =
+ * signed change, mem_bytes = chip total after it, label = category; needs the
+ * run to have recorded memory) and meta rows (stream meta, label key=value). */
+void report_timeline_csv(FILE *f, const struct sim *s);
+
+/* The Chrome trace event format (JSON), streamed: never built in memory. */
+void report_chrome_trace(FILE *f, const struct sim *s);
+
+#endif
