@@ -23,7 +23,9 @@ VIZ_CFLAGS   := $(shell pkg-config --cflags $(VIZ_PKGS) 2>/dev/null)
 VIZ_LIBS     := $(shell pkg-config --libs $(VIZ_PKGS) 2>/dev/null)
 
 # The library: everything under sim/, sim/strategy/, models/, hardware/ but the CLI.
-LIB_SRC := $(filter-out sim/main.c,$(wildcard sim/*.c sim/strategy/*.c models/*.c hardware/*.c))
+LIB_SRC := $(filter-out sim/main.c sim/cli%,$(wildcard sim/*.c sim/strategy/*.c models/*.c hardware/*.c))
+CLI_SRC := sim/main.c $(wildcard sim/cli*.c)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB     := $(BUILD)/libmpsim.a
 
@@ -67,7 +69,7 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
-$(BIN)/mpsim: $(BUILD)/sim/main.o $(LIB)
+$(BIN)/mpsim: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,0 +1,51 @@
+/* cli.c — helpers shared by the mpsim subcommands; see cli.h. */
+#include "cli.h"
+
+#include <string.h>
+
+#include "config.h"
+#include "outfile.h"
+
+int cli_fail(const struct mp_error *err)
+{
+    fprintf(stderr, "mpsim: %s\n", err->msg);
+    return err->status ? err->status : MP_ERR_INPUT;
+}
+
+int cli_usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "mpsim: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see `mpsim --help`)\n");
+    return MP_ERR_INPUT;
+}
+
+void cli_print_keys(FILE *f)
+{
+    struct config def;
+    config_defaults(&def);
+    const char *section = "";
+    for (const struct config_key *k = config_keys; k->name; k++) {
+        size_t len = strcspn(k->name, ".");
+        if (strncmp(section, k->name, len) || section[len] != '.') {
+            fprintf(f, "  [%.*s]\n", (int)len, k->name);
+            section = k->name;
+        }
+        char value[64];
+        config_format_value(&def, k, value, sizeof value);
+        fprintf(f, "    %-22s = %-12s %s%s%s\n", k->name + len + 1, value, k->doc,
+                k->choices ? " — one of " : "", k->choices ? k->choices : "");
+    }
+}
+
+/* Write one output through a temporary file. */
+int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),
+                        const struct sim *s, struct mp_error *err)
+{
+    struct outfile out;
+    int rc = outfile_open(&out, path, err);
+    if (rc) return rc;
+    writer(out.f, s);
+    return outfile_commit(&out, err);
+}
+

@@ -1,0 +1,29 @@
+/* cli.h — the `mpsim` subcommands, one file each (cli_run.c, cli_list.c,
+ * ...), and the few helpers they share. Each subcommand takes the arguments
+ * after its name and returns the process exit status (DESIGN.md §4): it
+ * prints its one error message itself, through cli_fail. */
+#ifndef MPSIM_CLI_H
+#define MPSIM_CLI_H
+
+#include <stdio.h>
+
+#include "common.h"
+#include "sim.h"
+
+int cli_run(int argc, char **argv);
+int cli_list(int argc, char **argv);
+
+/* Print "mpsim: <message>" once and return the error's status. */
+int cli_fail(const struct mp_error *err);
+
+/* Print a usage error (printf-style with one string argument) and return 2. */
+int cli_usage_error(const char *fmt, const char *arg);
+
+/* Print every scenario key with its default and one-line doc. */
+void cli_print_keys(FILE *f);
+
+/* Write one report through a temporary file renamed into place. */
+int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),
+                     const struct sim *s, struct mp_error *err);
+
+#endif
