@@ -86,7 +86,7 @@ $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TEST_UTIL) $(VIZ_CORE_OBJ) $(
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 tests: $(TEST_BINS) $(BIN)/mpsim
 

@@ -33,7 +33,8 @@ static void fmt_micros(char *buf, size_t size, mp_time t)
 static void fmt_time(char *buf, size_t size, mp_time t)
 {
     double a = fabs((double)t);
-    if (a >= 1e12) snprintf(buf, size, "%.3f s", (double)t / 1e12);
+    if (t == 0) snprintf(buf, size, "0");
+    else if (a >= 1e12) snprintf(buf, size, "%.3f s", (double)t / 1e12);
     else if (a >= 1e9) snprintf(buf, size, "%.3f ms", (double)t / 1e9);
     else if (a >= 1e6) snprintf(buf, size, "%.3f us", (double)t / 1e6);
     else snprintf(buf, size, "%.3f ns", (double)t / 1e3);
