@@ -88,7 +88,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-tests: $(TEST_BINS) $(BIN)/mpsim
+tests: $(TEST_BINS) $(BIN)/mpsim $(if $(VIZ_SDL_SRC),$(BIN)/mpsim-view)
 
 # Each suite is its own binary; run them all, then fail if any failed.
 check: deps
