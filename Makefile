@@ -107,7 +107,7 @@ demo: deps
 	$(BIN)/mpsim run scenarios/teach-bubbles.ini
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BENCH_BINS) $(BIN)/mpsim
+	@$(MAKE) --no-print-directory $(BENCH_BINS) all
 	@sh bench/run $(BUILD)/bench $(BIN)/mpsim
 
 clean:
