@@ -208,7 +208,9 @@ static void read_chip(struct csv_ctx *x)
         const char *text = x->fields[x->col_of[k]];
         char *dst = (char *)&ch + c->offset;
         if (c->kind != COL_NUM) {
-            if (!*text || strlen(text) >= c->size || (c->kind == COL_NAME && !valid_name(text))) {
+            /* Labels land in JSON and CSV outputs, which must stay UTF-8. */
+            if (!*text || strlen(text) >= c->size || (c->kind == COL_NAME && !valid_name(text)) ||
+                mp_utf8_valid_prefix(text, strlen(text)) < strlen(text)) {
                 char expect[256];
                 snprintf(expect, sizeof expect, "%s, 1 to %zu characters", c->expect,
                          c->size - 1);
@@ -288,6 +290,7 @@ int chip_catalog_load(struct chip_catalog *cat, const char *path, struct mp_erro
     }
     free(buf);
     bool read_error = ferror(f);
+    int read_errno = errno;
     fclose(f);
     if (!x.failed && csv_fini(&p, on_field, on_row, &x) != 0)
         fail_at(&x, "not valid CSV: %s%s%s", "a quoted field never ends", "", "");
@@ -297,7 +300,7 @@ int chip_catalog_load(struct chip_catalog *cat, const char *path, struct mp_erro
     free(x.chip_line);
 
     if (!x.failed && read_error)
-        mp_fail(err, MP_ERR_INPUT, "%s: read error", path);
+        mp_fail(err, MP_ERR_INPUT, "%s: cannot read: %s", path, strerror(read_errno));
     else if (!x.failed && !x.have_header)
         mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row naming the columns", path);
     else if (!x.failed && x.n_chips == 0)
@@ -344,6 +347,10 @@ mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits)
     double compute_ps = flops * 1e12 / (peak * c->compute_eff);
     double memory_ps = bytes * 1e12 / (c->mem_bw * c->mem_eff);
     double ps = compute_ps > memory_ps ? compute_ps : memory_ps;
-    assert(isfinite(ps) && ps < 9.2e18);
+    /* A huge model or a crawling chip from the user's files can ask for more
+     * than int64 picoseconds (or infinity); that is an input error, not a
+     * programmer's one. Saturate (common.h), and let sim_run's horizon check
+     * report it, instead of asserting or wrapping. */
+    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
     return (mp_time)llround(ps);
 }

@@ -29,7 +29,7 @@
 
 enum key_id {
     K_NAME, K_CHIP, K_CPN, K_DESCRIPTION,
-    K_UP_TOPO, K_UP_BW, K_UP_LAT,
+    K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS,
     K_OUT_TOPO, K_OUT_BW, K_OUT_LAT,
     N_KEYS
 };
@@ -47,6 +47,7 @@ static const struct key {
     [K_UP_TOPO] = { "scaleup", "topology" },
     [K_UP_BW] = { "scaleup", "bandwidth" },
     [K_UP_LAT] = { "scaleup", "latency" },
+    [K_UP_DIMS] = { "scaleup", "dims" },
     [K_OUT_TOPO] = { "scaleout", "topology" },
     [K_OUT_BW] = { "scaleout", "bandwidth" },
     [K_OUT_LAT] = { "scaleout", "latency" },
@@ -57,9 +58,9 @@ static const struct topo_name {
     enum topology topo;
 } up_topos[] = { { "switch", TOPO_SWITCH }, { "ring", TOPO_RING },
                  { "full_mesh", TOPO_FULL_MESH }, { "chain", TOPO_CHAIN },
-                 { "none", TOPO_NONE } },
-  out_topos[] = { { "fat_tree", TOPO_FAT_TREE }, { "chain", TOPO_CHAIN },
-                  { "none", TOPO_NONE } };
+                 { "torus", TOPO_TORUS }, { "none", TOPO_NONE } },
+  out_topos[] = { { "fat_tree", TOPO_FAT_TREE }, { "rail", TOPO_RAIL },
+                  { "chain", TOPO_CHAIN }, { "none", TOPO_NONE } };
 
 struct ini_ctx {
     const char *path;
@@ -75,6 +76,7 @@ struct ini_ctx {
     char name[64], description[256];
     const struct chip *chip;
     int cpn;
+    int dims[SYSTEM_MAX_DIMS], n_dims;
     struct fabric up, out;
 };
 
@@ -135,7 +137,8 @@ static int fail_line(struct ini_ctx *x, long line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    mp_fail(x->err, MP_ERR_INPUT, "%s:%ld: %s", x->path, line, what);
+    if (line > 0) mp_fail(x->err, MP_ERR_INPUT, "%s:%ld: %s", x->path, line, what);
+    else mp_fail(x->err, MP_ERR_INPUT, "%s: %s", x->path, what); /* an empty file */
     return 0;
 }
 
@@ -243,7 +246,9 @@ static int on_key(void *user, const char *section, const char *name, const char 
     case K_DESCRIPTION: {
         char *dst = k == K_NAME ? x->name : x->description;
         size_t size = k == K_NAME ? sizeof x->name : sizeof x->description;
-        if (!*value || strlen(value) >= size)
+        /* Names land in JSON and CSV outputs, which must stay UTF-8. */
+        if (!*value || strlen(value) >= size ||
+            mp_utf8_valid_prefix(value, strlen(value)) < strlen(value))
             return fail_line(x, x->line, "%s: expected text of 1 to %zu characters, got '%s'",
                              full, size - 1, value);
         memcpy(dst, value, strlen(value) + 1);
@@ -287,6 +292,27 @@ static int on_key(void *user, const char *section, const char *name, const char 
             return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
                              units_expect_bandwidth, value);
         return 1;
+    case K_UP_DIMS: {
+        /* "8x8" or "4x4x4": chips along x, y (and z). */
+        const char *p = value;
+        x->n_dims = 0;
+        while (*p) {
+            char *end;
+            long v = strtol(p, &end, 10);
+            if (end == p || v < 1 || v > 4096 || x->n_dims == SYSTEM_MAX_DIMS) {
+                x->n_dims = 0;
+                break;
+            }
+            x->dims[x->n_dims++] = (int)v;
+            p = end;
+            if (*p == 'x') p++;
+            else if (*p) { x->n_dims = 0; break; }
+        }
+        if (x->n_dims < 2)
+            return fail_line(x, x->line, "%s: expected 2 or 3 sizes like 8x8 or 4x4x4, got '%s'",
+                             full, value);
+        return 1;
+    }
     case K_UP_LAT:
     case K_OUT_LAT:
         if (units_parse_duration(value, &fab->latency) != 0)
@@ -339,6 +365,19 @@ static int check_keys(struct ini_ctx *x)
         return fail_line(x, x->seen[K_CPN],
                          "[system] chips_per_node: expected at most a few thousand chips on a "
                          "full mesh, got %d", x->cpn);
+    if (x->up.topo == TOPO_TORUS) {
+        if (!x->seen[K_UP_DIMS])
+            return fail_line(x, x->seen[K_UP_TOPO],
+                             "[scaleup] dims: missing; expected 2 or 3 sizes like 4x4x4 for a torus");
+        long long prod = 1;
+        for (int i = 0; i < x->n_dims; i++) prod *= x->dims[i];
+        if (prod != x->cpn)
+            return fail_line(x, x->seen[K_UP_DIMS],
+                             "[scaleup] dims: expected sizes whose product is chips_per_node = %d, "
+                             "got %lld", x->cpn, prod);
+    } else if (x->seen[K_UP_DIMS]) {
+        return fail_line(x, x->seen[K_UP_DIMS], "[scaleup] dims: expected only with topology torus");
+    }
     if (!check_fabric(x, "scaleup", K_UP_TOPO, K_UP_BW, K_UP_LAT, &x->up)) return 0;
     return check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out);
 }
@@ -399,6 +438,7 @@ static void build_links(struct system *s)
     switch (s->scaleup.topo) {
     case TOPO_SWITCH: case TOPO_RING: case TOPO_CHAIN: count += 2LL * n; break;
     case TOPO_FULL_MESH: count += (long long)n * (cpn - 1); break;
+    case TOPO_TORUS: count += 2LL * s->n_dims * n; break;
     default: break;
     }
     if (s->scaleout.topo != TOPO_NONE) count += 2LL * n;
@@ -431,8 +471,17 @@ static void build_links(struct system *s)
             s->mesh[c] = s->n_links;
             for (int j = 0; j < cpn - 1; j++) add_link(s, u->bw, u->latency);
         }
+    } else if (u->topo == TOPO_TORUS) {
+        /* Two links per dimension (plus and minus), wrap-around included; a
+         * dimension of size 1 has none. */
+        s->torus = new_table(n * 2 * s->n_dims);
+        for (int c = 0; c < n; c++)
+            for (int d = 0; d < s->n_dims; d++)
+                if (s->dims[d] > 1)
+                    for (int dir = 0; dir < 2; dir++)
+                        s->torus[(c * s->n_dims + d) * 2 + dir] = add_link(s, u->bw, u->latency);
     }
-    if (o->topo == TOPO_FAT_TREE) {
+    if (o->topo == TOPO_FAT_TREE || o->topo == TOPO_RAIL) {
         s->nic_up = new_table(n);
         s->nic_down = new_table(n);
         for (int c = 0; c < n; c++) {
@@ -487,6 +536,7 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     }
     int rc = ini_parse_stream(read_line, &x, on_key, &x);
     bool read_error = ferror(x.f);
+    int read_errno = errno;
     fclose(x.f);
     free(x.buf);
     /* inih keeps going after a line it cannot read; report whichever error
@@ -496,7 +546,7 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     if (rc < 0 && !x.failed)
         return mp_fail(err, MP_ERR_INTERNAL, "%s: inih could not allocate", file);
     if (!x.failed && read_error)
-        return mp_fail(err, MP_ERR_INPUT, "%s: read error", file);
+        return mp_fail(err, MP_ERR_INPUT, "%s: cannot read: %s", file, strerror(read_errno));
     if (x.failed || !check_keys(&x)) return MP_ERR_INPUT;
 
     if (x.seen[K_NAME]) {
@@ -515,6 +565,8 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     sys->chips_per_node = x.cpn;
     sys->scaleup = x.up;
     sys->scaleout = x.out;
+    for (int i = 0; i < SYSTEM_MAX_DIMS; i++) sys->dims[i] = i < x.n_dims ? x.dims[i] : 1;
+    sys->n_dims = x.up.topo == TOPO_TORUS ? x.n_dims : 0;
 
     if (nodes < 0)
         return mp_fail(err, MP_ERR_INPUT, "%s: nodes: expected 0 (as many as needed) or more, "
@@ -543,7 +595,7 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     sys->n_chips = nodes * x.cpn;
     long long links = 2LL * sys->n_chips +
                       (x.up.topo == TOPO_FULL_MESH ? (long long)sys->n_chips * (x.cpn - 1)
-                                                   : 2LL * sys->n_chips);
+                                                   : 2LL * SYSTEM_MAX_DIMS * sys->n_chips);
     if (links > MAX_LINKS)
         return mp_fail(err, MP_ERR_INPUT, "%s: %d chips would need %lld links; expected at most "
                        "%d", file, sys->n_chips, links, MAX_LINKS);
@@ -563,6 +615,7 @@ void system_release(struct system *sys)
     free(sys->nic_down);
     free(sys->out_next);
     free(sys->out_prev);
+    free(sys->torus);
     memset(sys, 0, sizeof *sys);
 }
 
@@ -578,6 +631,14 @@ static void emit(int *out, int max, int *n, int link)
     assert(link >= 0);
     if (*n < max) out[*n] = link;
     (*n)++;
+}
+
+int system_torus_coord(const struct system *sys, int chip, int dim)
+{
+    assert(dim >= 0 && dim < SYSTEM_MAX_DIMS);
+    int l = chip % sys->chips_per_node;
+    for (int d = 0; d < dim; d++) l /= sys->dims[d];
+    return l % sys->dims[dim];
 }
 
 /* Route between two chips of one node over the scale-up fabric. */
@@ -606,6 +667,27 @@ static void route_in_node(const struct system *s, int a, int b, int *out, int ma
         }
         return;
     }
+    case TOPO_TORUS: {
+        /* Dimension order: fix x, then y, then z; each the shorter way
+         * round its ring, forward on a tie (as TPU ICI routing does). */
+        int c = a, stride = 1;
+        for (int d = 0; d < s->n_dims; d++) {
+            int k = s->dims[d];
+            int ca = system_torus_coord(s, c, d), cb = system_torus_coord(s, b, d);
+            int fwd = (cb - ca + k) % k;
+            bool forward = fwd <= k - fwd;
+            int hops = forward ? fwd : k - fwd;
+            for (int h = 0; h < hops; h++) {
+                emit(out, max, n, s->torus[(c * s->n_dims + d) * 2 + (forward ? 0 : 1)]);
+                int cur = system_torus_coord(s, c, d);
+                int nxt = (cur + (forward ? 1 : k - 1)) % k;
+                c += (nxt - cur) * stride;
+            }
+            stride *= k;
+        }
+        assert(c == b);
+        return;
+    }
     default:
         assert(0 && "chips of one node with no scale-up fabric");
     }
@@ -627,6 +709,16 @@ int system_route(const struct system *sys, int src, int dst, int *out, int max)
         emit(out, max, &n, sys->nic_up[src]);
         emit(out, max, &n, sys->nic_down[dst]);
         return n;
+    case TOPO_RAIL: {
+        /* Each rail switch joins the NICs of one local index; traffic for
+         * another rail first crosses the node's scale-up fabric to the chip
+         * on the destination's rail (NCCL's PXN), then takes that NIC. */
+        int c = ns * cpn + dst % cpn;
+        route_in_node(sys, src, c, out, max, &n);
+        emit(out, max, &n, sys->nic_up[c]);
+        emit(out, max, &n, sys->nic_down[dst]);
+        return n;
+    }
     case TOPO_CHAIN: {
         /* Move to the destination's rail inside the source node, then hop
          * node to node along that rail. */
@@ -653,13 +745,17 @@ mp_time system_route_time(const struct system *sys, const int *route, int n, dou
     for (int i = 0; i < n; i++) {
         assert(route[i] >= 0 && route[i] < sys->n_links);
         const struct link *l = &sys->links[route[i]];
-        latency += l->latency;
+        /* Latencies and bandwidths come from the user's system file; a route
+         * time past MP_TIME_HUGE saturates (as chip_op_time does), and
+         * sim_run's horizon check reports it instead of a wrapped time. */
+        latency = l->latency < MP_TIME_HUGE - latency ? latency + l->latency : MP_TIME_HUGE;
         if (l->bw < bw) bw = l->bw;
     }
     if (isinf(bw) || bytes == 0) return latency;
     /* (bytes × 1e12) / bw keeps round figures exact: 1e9 B at 1e11 B/s is
      * exactly 1e10 ps. */
     double ps = bytes * 1e12 / bw;
-    assert(isfinite(ps) && ps < 9.2e18);
-    return latency + (mp_time)llround(ps);
+    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
+    mp_time t = latency + (mp_time)llround(ps); /* both < 2^62: no overflow */
+    return t < MP_TIME_HUGE ? t : MP_TIME_HUGE;
 }

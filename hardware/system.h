@@ -19,7 +19,11 @@ enum topology {
     TOPO_CHAIN,     /* a line of hops (Ethernet between wafers): i <-> i+1 */
     TOPO_FAT_TREE,  /* scale-out: one NIC per chip into a non-blocking fabric */
     TOPO_NONE,      /* no fabric: one chip per node, or one node per system */
+    TOPO_TORUS,     /* scale-up: 2D or 3D torus (dims), dimension-order routing */
+    TOPO_RAIL,      /* scale-out: rail-optimised; NIC l of every node on rail switch l */
 };
+
+#define SYSTEM_MAX_DIMS 3
 
 struct link {
     double bw;         /* bytes/s; INFINITY for an instant link */
@@ -42,6 +46,8 @@ struct system {
     int nodes;
     int n_chips;
     struct fabric scaleup, scaleout;
+    int dims[SYSTEM_MAX_DIMS]; /* torus: chips along x, y, z (unused dims 1) */
+    int n_dims;                /* torus: 2 or 3; 0 otherwise */
     struct link *links;
     int n_links;
     /* Internal routing tables, built by system_load: per chip, the index of
@@ -55,6 +61,7 @@ struct system {
     int *nic_up, *nic_down;  /* fat-tree: NIC out, NIC in */
     int *out_next, *out_prev; /* scale-out chain: to the same local chip of
                                  node + 1 / node - 1 (one chain per rail) */
+    int *torus;              /* torus: [chip * 2 * n_dims + 2 * dim + (0 plus, 1 minus)] */
 };
 
 /* Load a system preset (name under hardware/systems/ or a path) with the chip
@@ -78,6 +85,9 @@ int system_node_of(const struct system *sys, int chip);
  * to the destination's local index inside the source node, then node by
  * node. */
 int system_route(const struct system *sys, int src, int dst, int *out, int max);
+
+/* Torus coordinate of a chip's local index along `dim` (x fastest). */
+int system_torus_coord(const struct system *sys, int chip, int dim);
 
 /* Time to move `bytes` along a route with nothing else on it: the sum of the
  * links' latencies plus bytes over the slowest link's bandwidth. */

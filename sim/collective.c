@@ -1,38 +1,314 @@
-/* collective.c — ring collectives as transfers; see collective.h. */
+/* collective.c — collectives priced (fast) or expanded into transfers
+ * (detailed); see collective.h.
+ *
+ * Alpha-beta formulas, with n chips, S bytes, and "hop(x)" the route time of
+ * x bytes between neighbours (latency α plus x over the route's slowest link;
+ * the slowest neighbour pair of the group sets the pace):
+ *   ring        all-reduce 2(n−1)·hop(S/n); reduce-scatter, all-gather
+ *               (n−1)·hop(S/n); broadcast, a chain pipelined in C chunks,
+ *               (n+C−2)·hop(S/C).
+ *   tree        (NCCL's double binary tree, pipelined) all-reduce
+ *               2·⌈log2 n⌉·α + 2·S/B: every chip sends its partial up one tree
+ *               and the result down the other, S each way.
+ *   halving-doubling  (Rabenseifner) log2 n steps of S/2, S/4, …: reduce-
+ *               scatter Σ hop(S/2^k); all-gather the same; all-reduce both.
+ *   direct      every chip sends S/n to every other at once; messages that
+ *               leave by the same first link share it.
+ *   hierarchical  inside each node a reduce-scatter, across nodes the op on
+ *               S/g (g chips of the group per node), inside the node an
+ *               all-gather.
+ * On a full mesh (xGMI) the ring algorithms run n−1 rings at once over the
+ * disjoint links, as RCCL does, so each ring carries 1/(n−1) of the data.
+ * The detailed expansion has one comm stream per chip and so cannot drive
+ * several links at once; that case (and tree) is priced as at fast, one op. */
 #include "collective.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_ROUTE 256
+#define BCAST_CHUNKS 8
 
-void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
-                                const int *chips, int n, double bytes,
-                                const int *ready, int *done)
+static const char *const op_names[N_COLL_OPS] = {
+    "all_reduce", "reduce_scatter", "all_gather", "all_to_all", "broadcast", "send_recv",
+};
+static const char *const algo_names[N_COLL_ALGOS] = {
+    "auto", "ring", "tree", "halving_doubling", "direct", "hierarchical",
+};
+static const enum op_tag op_tags[N_COLL_OPS] = {
+    TAG_ALL_REDUCE, TAG_REDUCE_SCATTER, TAG_ALL_GATHER, TAG_ALL_TO_ALL, TAG_BROADCAST, TAG_SEND,
+};
+
+const char *collective_op_name(enum coll_op op) { return op < N_COLL_OPS ? op_names[op] : "?"; }
+const char *collective_algo_name(enum coll_algo a) { return a < N_COLL_ALGOS ? algo_names[a] : "?"; }
+
+int collective_op_find(const char *name)
 {
-    if (n <= 1) {
-        for (int i = 0; i < n; i++) done[i] = ready[i];
-        return;
+    for (int i = 0; i < N_COLL_OPS; i++)
+        if (!strcmp(name, op_names[i])) return i;
+    return -1;
+}
+
+int collective_algo_find(const char *name)
+{
+    for (int i = 0; i < N_COLL_ALGOS; i++)
+        if (!strcmp(name, algo_names[i])) return i;
+    return -1;
+}
+
+double collective_bus_factor(enum coll_op op, int n)
+{
+    if (n <= 1) return 1;
+    switch (op) {
+    case COLL_ALL_REDUCE: return 2.0 * (n - 1) / n;
+    case COLL_REDUCE_SCATTER: case COLL_ALL_GATHER: case COLL_ALL_TO_ALL: return (double)(n - 1) / n;
+    default: return 1;
     }
-    double chunk = bytes / n;
-    int *prev = mp_xmalloc((size_t)n * sizeof *prev); /* last transfer sent by chip i */
-    int *cur = mp_xmalloc((size_t)n * sizeof *cur);
+}
+
+static bool is_pow2(int n) { return n > 0 && (n & (n - 1)) == 0; }
+
+static int ceil_log2(int n)
+{
+    int k = 0;
+    while ((1 << k) < n) k++;
+    return k;
+}
+
+/* Every chip of the group in one node of a full mesh: RCCL's n−1 rings. */
+static bool mesh_group(const struct system *sys, const int *chips, int n)
+{
+    if (sys->scaleup.topo != TOPO_FULL_MESH || n < 3) return false;
+    for (int i = 1; i < n; i++)
+        if (system_node_of(sys, chips[i]) != system_node_of(sys, chips[0])) return false;
+    return true;
+}
+
+static mp_time pair_time(const struct system *sys, int a, int b, double bytes)
+{
     int links[MAX_ROUTE];
-    for (int step = 0; step < 2 * (n - 1); step++) {
+    int nl = system_route(sys, a, b, links, MAX_ROUTE);
+    assert(nl <= MAX_ROUTE);
+    return system_route_time(sys, links, nl, bytes);
+}
+
+/* hop(x): the slowest ring-neighbour route for x bytes. */
+static mp_time ring_hop(const struct system *sys, const int *chips, int n, double bytes)
+{
+    mp_time slowest = 0;
+    for (int i = 0; i < n; i++) {
+        mp_time t = pair_time(sys, chips[i], chips[(i + 1) % n], bytes);
+        if (t > slowest) slowest = t;
+    }
+    return slowest;
+}
+
+/* Nodes of the group in order of first appearance, `per` chips each in
+ * group order; false when nodes hold different numbers of its chips. */
+struct hier { int nodes, per; int *local; /* [nodes][per] */ };
+
+static bool hier_split(const struct system *sys, const int *chips, int n, struct hier *h)
+{
+    int *node = mp_xmalloc((size_t)n * sizeof *node), *count = mp_xcalloc((size_t)n, sizeof *count);
+    int *ids = mp_xmalloc((size_t)n * sizeof *ids);
+    int nn = 0;
+    for (int i = 0; i < n; i++) {
+        int nd = system_node_of(sys, chips[i]), k = 0;
+        while (k < nn && ids[k] != nd) k++;
+        if (k == nn) ids[nn++] = nd;
+        node[i] = k;
+        count[k]++;
+    }
+    bool ok = nn > 1 && n % nn == 0;
+    for (int k = 0; ok && k < nn; k++) ok = count[k] == n / nn;
+    if (ok) {
+        h->nodes = nn;
+        h->per = n / nn;
+        h->local = mp_xmalloc((size_t)n * sizeof *h->local);
+        int *fill = mp_xcalloc((size_t)nn, sizeof *fill);
+        for (int i = 0; i < n; i++) h->local[node[i] * h->per + fill[node[i]]++] = chips[i];
+        free(fill);
+    }
+    free(node);
+    free(count);
+    free(ids);
+    return ok;
+}
+
+enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const int *chips, int n)
+{
+    if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
+    if (op == COLL_BROADCAST) return COLL_RING;
+    struct hier h;
+    if (hier_split(sys, chips, n, &h)) {
+        bool multi = h.per > 1;
+        free(h.local);
+        if (multi) return COLL_HIERARCHICAL;
+    }
+    return COLL_RING;
+}
+
+/* Direct exchange of `piece` bytes from every chip to every other: chip i's
+ * messages to destinations that share its first link queue on it. */
+static mp_time direct_time(const struct system *sys, const int *chips, int n, double piece)
+{
+    int links[MAX_ROUTE];
+    int *first = mp_xmalloc((size_t)n * sizeof *first);
+    mp_time worst = 0;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < n; j++) {
+            first[j] = -1;
+            if (j == i) continue;
+            int nl = system_route(sys, chips[i], chips[j], links, MAX_ROUTE);
+            first[j] = nl > 0 ? links[0] : -1;
+        }
+        for (int j = 0; j < n; j++) {
+            if (j == i) continue;
+            int share = 0;
+            for (int k = 0; k < n; k++) share += k != i && first[k] == first[j];
+            mp_time t = pair_time(sys, chips[i], chips[j], piece * share);
+            if (t > worst) worst = t;
+        }
+    }
+    free(first);
+    return worst;
+}
+
+/* Halving-doubling reduce-scatter (or all-gather) steps: Σ_k hop(S/2^(k+1)). */
+static mp_time hd_time(const struct system *sys, const int *chips, int n, double bytes)
+{
+    mp_time total = 0;
+    double piece = bytes;
+    for (int dist = n / 2; dist >= 1; dist /= 2) {
+        piece /= 2;
+        mp_time worst = 0;
         for (int i = 0; i < n; i++) {
-            int src = chips[i], dst = chips[(i + 1) % n];
-            int nl = system_route(sys, src, dst, links, MAX_ROUTE);
-            assert(nl <= MAX_ROUTE);
-            struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_ALL_REDUCE,
-                                system_route_time(sys, links, nl, chunk));
-            o.bytes = chunk;
-            cur[i] = tg_add_transfer(g, &o, links, nl);
-            if (step == 0) {
-                if (ready[i] >= 0) tg_dep(g, ready[i], cur[i]);
-            } else {
-                /* What chip i sends at this step is what it received last step. */
-                tg_dep(g, prev[(i + n - 1) % n], cur[i]);
-            }
+            mp_time t = pair_time(sys, chips[i], chips[i ^ dist], piece);
+            if (t > worst) worst = t;
+        }
+        total += worst;
+    }
+    return total;
+}
+
+static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
+                       const int *chips, int n, double bytes);
+
+static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
+                         double bytes)
+{
+    struct hier h;
+    if (!hier_split(sys, chips, n, &h)) return op_time(sys, op, COLL_RING, chips, n, bytes);
+    mp_time t = 0;
+    int *rail = mp_xmalloc((size_t)h.nodes * sizeof *rail);
+    /* The node-local phases run in every node at once; the slowest sets it. */
+    mp_time in_rs = 0, in_ag = 0, across = 0;
+    for (int k = 0; k < h.nodes; k++) {
+        mp_time a = op_time(sys, COLL_REDUCE_SCATTER, COLL_RING, h.local + k * h.per, h.per, bytes);
+        mp_time b = op_time(sys, COLL_ALL_GATHER, COLL_RING, h.local + k * h.per, h.per, bytes);
+        if (a > in_rs) in_rs = a;
+        if (b > in_ag) in_ag = b;
+    }
+    for (int l = 0; l < h.per; l++) {
+        for (int k = 0; k < h.nodes; k++) rail[k] = h.local[k * h.per + l];
+        mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per);
+        if (c > across) across = c;
+    }
+    if (op == COLL_ALL_REDUCE) t = in_rs + across + in_ag;
+    else if (op == COLL_REDUCE_SCATTER) t = in_rs + across;
+    else t = across + in_ag;
+    free(rail);
+    free(h.local);
+    return t;
+}
+
+static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
+                       const int *chips, int n, double bytes)
+{
+    if (n <= 1 || bytes <= 0) return 0;
+    if (algo == COLL_AUTO) algo = collective_pick(sys, op, chips, n);
+    if (op == COLL_SEND_RECV) return pair_time(sys, chips[0], chips[1], bytes);
+    if (op == COLL_ALL_TO_ALL && algo != COLL_DIRECT) algo = COLL_DIRECT;
+    if (algo == COLL_HIERARCHICAL && op != COLL_ALL_REDUCE && op != COLL_REDUCE_SCATTER &&
+        op != COLL_ALL_GATHER)
+        algo = COLL_RING;
+    if (algo == COLL_HALVING_DOUBLING && !is_pow2(n)) algo = COLL_RING;
+    double rings = mesh_group(sys, chips, n) ? n - 1 : 1;
+    switch (algo) {
+    case COLL_TREE: {
+        mp_time lat = pair_time(sys, chips[0], chips[1 % n], 0);
+        mp_time bw = ring_hop(sys, chips, n, bytes) - ring_hop(sys, chips, n, 0);
+        int depth = ceil_log2(n);
+        if (op == COLL_ALL_REDUCE) return 2 * depth * lat + 2 * bw;
+        if (op == COLL_BROADCAST) return depth * lat + bw;
+        return op_time(sys, op, COLL_RING, chips, n, bytes);
+    }
+    case COLL_HALVING_DOUBLING:
+        if (op == COLL_ALL_REDUCE) return 2 * hd_time(sys, chips, n, bytes);
+        if (op == COLL_BROADCAST) return op_time(sys, op, COLL_TREE, chips, n, bytes);
+        return hd_time(sys, chips, n, bytes);
+    case COLL_DIRECT:
+        if (op == COLL_ALL_REDUCE) return 2 * direct_time(sys, chips, n, bytes / n);
+        if (op == COLL_BROADCAST) return direct_time(sys, chips, 2, bytes * (n - 1));
+        return direct_time(sys, chips, n, bytes / n);
+    case COLL_HIERARCHICAL:
+        return hier_time(sys, op, chips, n, bytes);
+    case COLL_RING:
+    default:
+        if (op == COLL_ALL_REDUCE) return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+        if (op == COLL_BROADCAST)
+            return (mp_time)(n + BCAST_CHUNKS - 2) * ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings);
+        return (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+    }
+}
+
+mp_time collective_time(const struct system *sys, const struct coll_spec *c)
+{
+    return op_time(sys, c->op, c->algo, c->chips, c->n, c->bytes);
+}
+
+/* ---- detailed expansion ------------------------------------------------- */
+
+struct expand {
+    struct taskgraph *g;
+    const struct system *sys;
+    const struct coll_spec *c;
+    int added;
+};
+
+static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, int dep2)
+{
+    int links[MAX_ROUTE];
+    int nl = system_route(x->sys, src, dst, links, MAX_ROUTE);
+    assert(nl <= MAX_ROUTE);
+    enum op_tag tag = x->c->tag ? x->c->tag : op_tags[x->c->op];
+    struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, tag,
+                        system_route_time(x->sys, links, nl, bytes));
+    o.bytes = bytes;
+    o.comm = x->c->comm;
+    o.mb = x->c->mb;
+    o.stage = x->c->stage;
+    int id = tg_add_transfer(x->g, &o, links, nl);
+    if (dep1 >= 0) tg_dep(x->g, dep1, id);
+    if (dep2 >= 0 && dep2 != dep1) tg_dep(x->g, dep2, id);
+    x->added++;
+    return id;
+}
+
+/* Ring with `steps` steps of bytes/n over chips[0..n): in done[i] the last
+ * transfer into chip i. */
+static void ring_expand(struct expand *x, const int *chips, int n, double bytes, int steps,
+                        const int *ready, int *done)
+{
+    double chunk = bytes / n;
+    int *prev = mp_xmalloc((size_t)n * sizeof *prev), *cur = mp_xmalloc((size_t)n * sizeof *cur);
+    for (int step = 0; step < steps; step++) {
+        for (int i = 0; i < n; i++) {
+            /* What chip i sends at this step is what it received last step. */
+            int dep = step == 0 ? ready[i] : prev[(i + n - 1) % n];
+            cur[i] = transfer(x, chips[i], chips[(i + 1) % n], chunk, dep, -1);
         }
         int *t = prev; prev = cur; cur = t;
     }
@@ -41,17 +317,231 @@ void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
     free(cur);
 }
 
+/* Recursive halving (reduce-scatter) or doubling (all-gather). Each step
+ * needs what the chip received in the step before. */
+static void hd_expand(struct expand *x, const int *chips, int n, double bytes, bool gather,
+                      const int *ready, int *done)
+{
+    int *in = mp_xmalloc((size_t)n * sizeof *in), *next = mp_xmalloc((size_t)n * sizeof *next);
+    memcpy(in, ready, (size_t)n * sizeof *in);
+    int steps = ceil_log2(n);
+    for (int k = 0; k < steps; k++) {
+        int dist = gather ? 1 << k : n >> (k + 1);
+        double piece = gather ? bytes / n * (1 << k) : bytes / (2 << k);
+        for (int i = 0; i < n; i++) next[i ^ dist] = transfer(x, chips[i], chips[i ^ dist], piece, in[i], -1);
+        /* Chip j may send its next piece once it has both its own previous
+         * result and the partner's; the partner's transfer carries both. */
+        for (int i = 0; i < n; i++) in[i] = next[i];
+    }
+    memcpy(done, in, (size_t)n * sizeof *done);
+    free(in);
+    free(next);
+}
+
+/* Zero-time op on chip's comm stream after every op in deps[0..k). */
+static int join(struct expand *x, int chip, const int *deps, int k)
+{
+    struct op o = tg_op(OP_MEMORY, chip, STREAM_COMM, x->c->tag ? x->c->tag : op_tags[x->c->op], 0);
+    o.comm = x->c->comm;
+    o.mb = x->c->mb;
+    o.stage = x->c->stage;
+    int id = tg_add(x->g, &o);
+    for (int i = 0; i < k; i++)
+        if (deps[i] >= 0) tg_dep(x->g, deps[i], id);
+    x->added++;
+    return id;
+}
+
+/* Every chip sends `piece` to every other; done[i] joins what i received. */
+static void direct_expand(struct expand *x, const int *chips, int n, double piece,
+                          const int *ready, int *done)
+{
+    int *into = mp_xmalloc((size_t)n * n * sizeof *into);
+    /* Chip i sends to i+1, i+2, ...: every round is a permutation, so no two
+     * messages of a round land on one receiver's link. */
+    for (int i = 0; i < n; i++) into[i * n + i] = ready[i];
+    for (int k = 1; k < n; k++)
+        for (int i = 0; i < n; i++) {
+            int j = (i + k) % n;
+            into[j * n + i] = transfer(x, chips[i], chips[j], piece, ready[i], -1);
+        }
+    for (int j = 0; j < n; j++) done[j] = join(x, chips[j], into + (size_t)j * n, n);
+    free(into);
+}
+
+static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, const int *chips,
+                      int n, double bytes, const int *ready, int *done);
+
+static void hier_expand(struct expand *x, enum coll_op op, const int *chips, int n, double bytes,
+                        const int *ready, int *done)
+{
+    struct hier h;
+    bool ok = hier_split(x->sys, chips, n, &h);
+    assert(ok);
+    (void)ok;
+    /* Ready and done by chip position in h.local. */
+    int *r = mp_xmalloc((size_t)n * sizeof *r), *d = mp_xmalloc((size_t)n * sizeof *d);
+    int *sub = mp_xmalloc((size_t)n * sizeof *sub), *sr = mp_xmalloc((size_t)n * sizeof *sr);
+    int *sd = mp_xmalloc((size_t)n * sizeof *sd);
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < n; i++)
+            if (chips[i] == h.local[p]) r[p] = ready[i];
+    memcpy(d, r, (size_t)n * sizeof *d);
+    if (op != COLL_ALL_GATHER)
+        for (int k = 0; k < h.nodes; k++)
+            expand_op(x, COLL_REDUCE_SCATTER, COLL_RING, h.local + k * h.per, h.per, bytes,
+                      d + k * h.per, d + k * h.per);
+    for (int l = 0; l < h.per; l++) {
+        for (int k = 0; k < h.nodes; k++) {
+            sub[k] = h.local[k * h.per + l];
+            sr[k] = d[k * h.per + l];
+        }
+        expand_op(x, op, COLL_RING, sub, h.nodes, bytes / h.per, sr, sd);
+        for (int k = 0; k < h.nodes; k++) d[k * h.per + l] = sd[k];
+    }
+    if (op != COLL_REDUCE_SCATTER)
+        for (int k = 0; k < h.nodes; k++)
+            expand_op(x, COLL_ALL_GATHER, COLL_RING, h.local + k * h.per, h.per, bytes,
+                      d + k * h.per, d + k * h.per);
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < n; i++)
+            if (chips[i] == h.local[p]) done[i] = d[p];
+    free(r); free(d); free(sub); free(sr); free(sd);
+    free(h.local);
+}
+
+/* One op standing for the whole collective (fast, or an algorithm the
+ * detailed expansion does not cover). */
+static void single_op(struct expand *x, enum coll_op op, enum coll_algo algo, const int *chips,
+                      int n, double bytes, const int *ready, int *done)
+{
+    enum op_tag tag = x->c->tag ? x->c->tag : op_tags[op];
+    struct op o = tg_op(OP_COLLECTIVE, chips[0], STREAM_COMM, tag,
+                        op_time(x->sys, op, algo, chips, n, bytes));
+    o.bytes = bytes;
+    o.comm = x->c->comm;
+    o.mb = x->c->mb;
+    o.stage = x->c->stage;
+    int id = tg_add(x->g, &o);
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int k = 0; k < i; k++) seen |= ready[k] == ready[i];
+        if (ready[i] >= 0 && !seen) tg_dep(x->g, ready[i], id);
+    }
+    for (int i = 0; i < n; i++) done[i] = id;
+    x->added++;
+}
+
+static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, const int *chips,
+                      int n, double bytes, const int *ready, int *done)
+{
+    if (n <= 1 || bytes <= 0) {
+        for (int i = 0; i < n; i++) done[i] = ready[i];
+        return;
+    }
+    if (algo == COLL_AUTO) algo = collective_pick(x->sys, op, chips, n);
+    if (op == COLL_ALL_TO_ALL) algo = COLL_DIRECT;
+    if (algo == COLL_HALVING_DOUBLING && !is_pow2(n)) algo = COLL_RING;
+    if (algo == COLL_HIERARCHICAL) {
+        struct hier h;
+        bool ok = (op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER) &&
+                  hier_split(x->sys, chips, n, &h);
+        if (ok) {
+            free(h.local);
+            hier_expand(x, op, chips, n, bytes, ready, done);
+            return;
+        }
+        algo = COLL_RING;
+    }
+    if (op == COLL_SEND_RECV) {
+        done[0] = ready[0];
+        done[1] = transfer(x, chips[0], chips[1], bytes, ready[0], ready[1]);
+        for (int i = 2; i < n; i++) done[i] = ready[i];
+        return;
+    }
+    bool mesh = mesh_group(x->sys, chips, n);
+    if (algo == COLL_TREE || (mesh && algo == COLL_RING)) {
+        single_op(x, op, algo, chips, n, bytes, ready, done);
+        return;
+    }
+    switch (algo) {
+    case COLL_HALVING_DOUBLING:
+        if (op == COLL_ALL_REDUCE) {
+            hd_expand(x, chips, n, bytes, false, ready, done);
+            hd_expand(x, chips, n, bytes, true, done, done);
+        } else if (op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER) {
+            hd_expand(x, chips, n, bytes, op == COLL_ALL_GATHER, ready, done);
+        } else {
+            single_op(x, op, algo, chips, n, bytes, ready, done);
+        }
+        return;
+    case COLL_DIRECT:
+        if (op == COLL_ALL_REDUCE) {
+            direct_expand(x, chips, n, bytes / n, ready, done);
+            direct_expand(x, chips, n, bytes / n, done, done);
+        } else if (op == COLL_BROADCAST) {
+            single_op(x, op, algo, chips, n, bytes, ready, done);
+        } else {
+            direct_expand(x, chips, n, bytes / n, ready, done);
+        }
+        return;
+    default:
+        break;
+    }
+    /* Ring. */
+    if (op == COLL_ALL_REDUCE) {
+        ring_expand(x, chips, n, bytes, 2 * (n - 1), ready, done);
+    } else if (op == COLL_BROADCAST) {
+        /* A chain from chips[0], pipelined in chunks: chunk j moves from chip
+         * i to i+1 once it has reached i. The ring's closing link is unused. */
+        int *at = mp_xmalloc((size_t)n * sizeof *at);
+        for (int j = 0; j < BCAST_CHUNKS; j++) {
+            at[0] = ready[0];
+            for (int i = 0; i + 1 < n; i++)
+                at[i + 1] = transfer(x, chips[i], chips[i + 1], bytes / BCAST_CHUNKS, at[i],
+                                     j == 0 ? ready[i + 1] : -1);
+            if (j == BCAST_CHUNKS - 1)
+                for (int i = 0; i < n; i++) done[i] = at[i];
+        }
+        free(at);
+    } else {
+        ring_expand(x, chips, n, bytes, n - 1, ready, done);
+    }
+}
+
+int collective_add(struct taskgraph *g, const struct system *sys, const struct coll_spec *c,
+                   enum fidelity fid, const int *ready, int *done)
+{
+    assert(c->n >= 1 && (c->op != COLL_SEND_RECV || c->n >= 2));
+    struct expand x = { .g = g, .sys = sys, .c = c };
+    if (c->n <= 1 || c->bytes <= 0) {
+        for (int i = 0; i < c->n; i++) done[i] = ready[i];
+        return 0;
+    }
+    if (fid == FIDELITY_FAST)
+        single_op(&x, c->op, c->algo, c->chips, c->n, c->bytes, ready, done);
+    else
+        expand_op(&x, c->op, c->algo, c->chips, c->n, c->bytes, ready, done);
+    return x.added;
+}
+
+void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
+                                const int *chips, int n, double bytes,
+                                const int *ready, int *done)
+{
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = n,
+                           .bytes = bytes, .mb = -1, .stage = -1 };
+    struct expand x = { .g = g, .sys = sys, .c = &c };
+    if (n <= 1) {
+        for (int i = 0; i < n; i++) done[i] = ready[i];
+        return;
+    }
+    ring_expand(&x, chips, n, bytes, 2 * (n - 1), ready, done);
+}
+
 mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chips, int n,
                                         double bytes)
 {
     if (n <= 1) return 0;
-    int links[MAX_ROUTE];
-    mp_time slowest = 0;
-    for (int i = 0; i < n; i++) {
-        int nl = system_route(sys, chips[i], chips[(i + 1) % n], links, MAX_ROUTE);
-        assert(nl <= MAX_ROUTE);
-        mp_time t = system_route_time(sys, links, nl, bytes / n);
-        if (t > slowest) slowest = t;
-    }
-    return 2 * (mp_time)(n - 1) * slowest;
+    return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n);
 }

@@ -1,22 +1,86 @@
-/* collective.h — collectives expanded into transfers on the topology.
+/* collective.h — collectives on the system's topology: all-reduce,
+ * reduce-scatter, all-gather, all-to-all, broadcast and send/recv, by ring,
+ * double binary tree, halving-doubling, direct or hierarchical algorithm.
+ *
+ * Two fidelities (DESIGN.md §2, `run.fidelity`):
+ *  - fast: one OP_COLLECTIVE on the first chip's comm stream, its duration
+ *    the algorithm's alpha-beta time on the links the group uses
+ *    (collective_time). It holds no links, so concurrent collectives on
+ *    shared links do not slow each other down at this fidelity.
+ *  - detailed: the algorithm expanded into its per-step transfers on every
+ *    chip of the group, routed by the system, so collectives sharing a link
+ *    queue on it. Tests check that the two agree on an idle fabric.
  *
  * A ring all-reduce of S bytes over n chips is a reduce-scatter then an
  * all-gather: 2(n−1) steps, in each of which every chip sends S/n bytes to its
- * ring successor along the system's route. Steps are transfers in the task
- * graph, so two collectives sharing a link slow each other down. With no other
- * traffic the time is 2(n−1)·(α + S/(n·B)) = 2(n−1)/n · S/B + 2(n−1)·α, the
- * textbook (and nccl-tests) figure. */
+ * ring successor. With no other traffic the time is 2(n−1)·(α + S/(n·B)) =
+ * 2(n−1)/n · S/B + 2(n−1)·α, the textbook (and nccl-tests) figure.
+ *
+ * `bytes` is always the whole buffer as nccl-tests counts it: the reduced
+ * buffer (all-reduce, reduce-scatter input), the gathered buffer
+ * (all-gather output), everything a chip sends and receives (all-to-all), the
+ * broadcast buffer, the message (send/recv). */
 #ifndef MPSIM_COLLECTIVE_H
 #define MPSIM_COLLECTIVE_H
+
+#include <stdbool.h>
 
 #include "common.h"
 #include "system.h"
 #include "taskgraph.h"
 
-/* Append a ring all-reduce over chips[0..n) (ring order as given). Chip i's
- * first send waits on ready[i] (an op id, or -1 for none). On return done[i]
- * is the op after which chip i holds the reduced result. n = 1 appends
- * nothing and copies ready to done. */
+enum coll_op {
+    COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_ALL_TO_ALL,
+    COLL_BROADCAST, COLL_SEND_RECV, N_COLL_OPS
+};
+
+/* The order matches the choices of the `run.collective` key. */
+enum coll_algo {
+    COLL_AUTO, COLL_RING, COLL_TREE, COLL_HALVING_DOUBLING, COLL_DIRECT,
+    COLL_HIERARCHICAL, N_COLL_ALGOS
+};
+
+enum fidelity { FIDELITY_FAST, FIDELITY_DETAILED };
+
+struct coll_spec {
+    enum coll_op op;
+    enum coll_algo algo;   /* COLL_AUTO: collective_pick */
+    const int *chips;      /* the group, chips[0] is the rank whose lane is simulated */
+    int n;
+    double bytes;
+    enum op_tag tag;       /* for reports; 0 (TAG_F) = the op's own tag */
+    uint8_t comm;          /* enum comm_kind of the ops */
+    int32_t mb, stage;     /* carried to the ops for reports; -1 when none */
+};
+
+/* Names ("all_reduce", "ring", ...) and lookup; -1 when unknown. */
+const char *collective_op_name(enum coll_op op);
+const char *collective_algo_name(enum coll_algo a);
+int collective_op_find(const char *name);
+int collective_algo_find(const char *name);
+
+/* busbw / algbw as nccl-tests defines it: 2(n−1)/n for all-reduce, (n−1)/n
+ * for reduce-scatter, all-gather and all-to-all, 1 for broadcast, send/recv. */
+double collective_bus_factor(enum coll_op op, int n);
+
+/* The algorithm `auto` resolves to for this group: hierarchical when the
+ * group spans several nodes with more than one of its chips in a node, else
+ * direct for all-to-all and send/recv, else ring. */
+enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const int *chips, int n);
+
+/* Alpha-beta time of the collective with nothing else on the links (the
+ * fast fidelity's duration). See collective.c for each algorithm's formula. */
+mp_time collective_time(const struct system *sys, const struct coll_spec *c);
+
+/* Append the collective at `fid`. Chip i's part waits on ready[i] (an op id,
+ * or -1). On return done[i] is the op after which chip i holds its result
+ * (at fast, the one op for every i). n = 1 (or zero bytes) appends nothing
+ * and copies ready to done. Returns the number of ops appended. */
+int collective_add(struct taskgraph *g, const struct system *sys, const struct coll_spec *c,
+                   enum fidelity fid, const int *ready, int *done);
+
+/* The ring all-reduce expanded into transfers (collective_add with ring at
+ * detailed fidelity), kept for callers that want exactly that. */
 void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
                                 const int *chips, int n, double bytes,
                                 const int *ready, int *done);

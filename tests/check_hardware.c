@@ -451,8 +451,17 @@ START_TEST(ini_errors)
     expect_error(load_ini("[system]\nchip = textbook\nchips_per_node = eight\n", path), path, 3,
                  "chips_per_node");
     /* Unknown topology. */
-    expect_error(load_ini(SYS "[scaleup]\ntopology = torus\n", path), path, 5,
-                 "expected switch, ring, full_mesh, chain or none, got 'torus'");
+    expect_error(load_ini(SYS "[scaleup]\ntopology = hypercube\n", path), path, 5,
+                 "expected switch, ring, full_mesh, chain, torus or none, got 'hypercube'");
+    /* A torus needs dims whose product is chips_per_node, and only a torus takes dims. */
+    expect_error(load_ini(SYS "[scaleup]\ntopology = torus\nbandwidth = 1GB/s\nlatency = 1us\n", path),
+                 path, 5, "[scaleup] dims: missing");
+    expect_error(load_ini(SYS "[scaleup]\ntopology = torus\ndims = 2x3\nbandwidth = 1GB/s\n"
+                              "latency = 1us\n", path), path, 6, "product is chips_per_node");
+    expect_error(load_ini(SYS "[scaleup]\ntopology = torus\ndims = 2xx\n", path), path, 6,
+                 "expected 2 or 3 sizes");
+    expect_error(load_ini(SYS "[scaleup]\ntopology = switch\ndims = 2x4\nbandwidth = 1GB/s\n"
+                              "latency = 1us\n", path), path, 6, "only with topology torus");
     expect_error(load_ini(SYS UP "[scaleout]\ntopology = switch\n", path), path, 9,
                  "[scaleout] topology");
     /* A key twice. */

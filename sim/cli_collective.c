@@ -1,0 +1,129 @@
+/* cli_collective.c — `mpsim collective`: one collective on a system preset,
+ * timed the way nccl-tests reports it (shared/reference/formats.md): size,
+ * time, algbw = bytes / time, busbw = algbw × 2(n−1)/n for all-reduce,
+ * × (n−1)/n for reduce-scatter, all-gather and all-to-all, × 1 otherwise.
+ * Both fidelities are printed: the alpha-beta time (fast) and the engine
+ * running the expanded transfers (detailed), so they can be compared. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "chip.h"
+#include "cli.h"
+#include "collective.h"
+#include "engine.h"
+#include "system.h"
+#include "units.h"
+
+static const char collective_usage_text[] =
+    "usage: mpsim collective --system S --op OP --bytes SIZE --chips N [--algo A] [--sweep]\n"
+    "\n"
+    "  --system S   system preset (mpsim list systems) or path to a system .ini\n"
+    "  --op OP      all_reduce | reduce_scatter | all_gather | all_to_all | broadcast | send_recv\n"
+    "  --bytes SIZE whole buffer, as nccl-tests counts it (8GiB, 64MB, 1024)\n"
+    "  --chips N    chips 0..N-1 of the system (nodes are added as needed)\n"
+    "  --algo A     auto | ring | tree | halving_doubling | direct | hierarchical (default auto)\n"
+    "  --sweep      every power of two from 8 B up to SIZE, like nccl-tests -b 8 -e SIZE\n";
+
+/* Time one collective at detailed fidelity by running the engine. */
+static mp_time detailed_time(const struct system *sys, const struct coll_spec *c)
+{
+    struct taskgraph g;
+    tg_init(&g, sys->n_chips, sys->n_links);
+    int *ready = mp_xmalloc((size_t)c->n * sizeof *ready), *done = mp_xmalloc((size_t)c->n * sizeof *done);
+    for (int i = 0; i < c->n; i++) ready[i] = -1;
+    collective_add(&g, sys, c, FIDELITY_DETAILED, ready, done);
+    tg_finalize(&g);
+    struct engine e;
+    engine_init(&e, &g);
+    struct mp_error err = { 0 };
+    mp_time t = engine_run(&e, &err) == MP_OK ? engine_makespan(&e) : -1;
+    engine_release(&e);
+    tg_release(&g);
+    free(ready);
+    free(done);
+    return t;
+}
+
+static void row(const struct system *sys, struct coll_spec *c, double bytes)
+{
+    c->bytes = bytes;
+    mp_time fast = collective_time(sys, c);
+    mp_time det = detailed_time(sys, c);
+    double ts = mp_seconds(fast), algbw = ts > 0 ? bytes / ts / 1e9 : 0;
+    double busbw = algbw * collective_bus_factor(c->op, c->n);
+    printf("%14.0f %12.2f %10.2f %10.2f %14.2f\n", bytes, ts * 1e6, algbw, busbw,
+           det >= 0 ? mp_seconds(det) * 1e6 : -1.0);
+}
+
+int cli_collective(int argc, char **argv)
+{
+    const char *system = NULL, *op_name = NULL, *bytes_text = NULL, *chips_text = NULL;
+    const char *algo_name = "auto";
+    int sweep = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(collective_usage_text, stdout);
+            return MP_OK;
+        } else if (!strcmp(a, "--sweep")) {
+            sweep = 1;
+        } else if (!strcmp(a, "--system") || !strcmp(a, "--op") || !strcmp(a, "--bytes") ||
+                   !strcmp(a, "--chips") || !strcmp(a, "--algo")) {
+            if (i + 1 >= argc) return cli_usage_error("collective: %s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--system")) system = v;
+            else if (!strcmp(a, "--op")) op_name = v;
+            else if (!strcmp(a, "--bytes")) bytes_text = v;
+            else if (!strcmp(a, "--chips")) chips_text = v;
+            else algo_name = v;
+        } else {
+            return cli_usage_error("collective: unknown argument '%s'; see mpsim collective --help", a);
+        }
+    }
+    if (!system || !op_name || !bytes_text || !chips_text)
+        return cli_usage_error("%s", "collective: needs --system, --op, --bytes and --chips; "
+                                     "see mpsim collective --help");
+    int op = collective_op_find(op_name), algo = collective_algo_find(algo_name);
+    if (op < 0)
+        return cli_usage_error("collective: --op '%s': expected all_reduce, reduce_scatter, "
+                               "all_gather, all_to_all, broadcast or send_recv", op_name);
+    if (algo < 0)
+        return cli_usage_error("collective: --algo '%s': expected auto, ring, tree, "
+                               "halving_doubling, direct or hierarchical", algo_name);
+    double bytes;
+    if (units_parse_size(bytes_text, &bytes) != 0 || !(bytes > 0))
+        return cli_usage_error("collective: --bytes '%s': expected a size such as 8GiB or 64MB",
+                               bytes_text);
+    char *end;
+    long n = strtol(chips_text, &end, 10);
+    if (*end || n < 1 || n > 1 << 20 || (op == COLL_SEND_RECV && n < 2))
+        return cli_usage_error("collective: --chips '%s': expected a whole number from 1 (2 for "
+                               "send_recv) to 1048576", chips_text);
+
+    struct mp_error err = { 0 };
+    struct chip_catalog cat;
+    struct system sys;
+    if (chip_catalog_load_default(&cat, &err)) return cli_fail(&err);
+    if (system_load(&sys, system, 0, (int)n, &cat, &err)) {
+        chip_catalog_release(&cat);
+        return cli_fail(&err);
+    }
+    int *chips = mp_xmalloc((size_t)n * sizeof *chips);
+    for (int i = 0; i < n; i++) chips[i] = i;
+    struct coll_spec c = { .op = (enum coll_op)op, .algo = (enum coll_algo)algo, .chips = chips,
+                           .n = (int)n, .mb = -1, .stage = -1 };
+    enum coll_algo used = algo == COLL_AUTO ? collective_pick(&sys, c.op, chips, (int)n) : (enum coll_algo)algo;
+    printf("# %s on %s: %ld × %s, algorithm %s, busbw factor %.4f\n", collective_op_name(c.op),
+           sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
+    printf("# time: alpha-beta (run.fidelity = fast); detailed: the engine over the expanded "
+           "transfers\n");
+    printf("%14s %12s %10s %10s %14s\n", "size (B)", "time (us)", "algbw GB/s", "busbw GB/s",
+           "detailed (us)");
+    if (sweep)
+        for (double b = 8; b < bytes; b *= 2) row(&sys, &c, b);
+    row(&sys, &c, bytes);
+    free(chips);
+    system_release(&sys);
+    chip_catalog_release(&cat);
+    return MP_OK;
+}

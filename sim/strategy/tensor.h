@@ -1,0 +1,114 @@
+/* tensor.h — tensor, sequence and folded (TSP) parallelism: what a pipeline
+ * pass looks like on the lane of a tensor-parallel group.
+ *
+ * The TP group of a stage is simulated as one lane, the chip of TP rank 0
+ * (DESIGN.md §2). A pass (F, B, W or BW of one microbatch on one stage) is a
+ * list of segments: compute pieces on the lane's compute stream and the
+ * group's collectives on its comm stream, each collective issued when the
+ * compute before it ends and each compute piece waiting for the collective
+ * whose result it needs. pipeline.c appends them (sim/strategy/pipeline.h).
+ *
+ * Megatron (Shoeybi et al. 2019; Korthikanti et al. 2022), per decoder:
+ *   forward   [attention] all-reduce [MLP] all-reduce;
+ *   backward  [MLP input-grad] all-reduce [attention input-grad] all-reduce;
+ *   with SP   each all-reduce becomes all-gather before the block and
+ *             reduce-scatter after it (same bytes on the wire);
+ *   full recompute repeats the forward's collectives in the backward;
+ *   the embedding's output and the LM head's input gradient add one each.
+ * With parallel.tp_overlap the backward all-reduce runs while the weight-
+ * gradient GEMMs of the same block compute (Megatron's async TP all-reduce).
+ *
+ * TSP (parallel.tsp, cases.md §2): each of D = tp ranks holds 1/D of the
+ * weights and 1/D of the tokens. Per decoder the ranks gather the layer's
+ * weight shards (broadcast in turn for attention, a ring for the MLP: an
+ * all-gather's volume), prefetched one layer ahead so they overlap compute,
+ * and exchange K/V along the sequence (an all-gather the attention waits on);
+ * the backward gathers the weights again and reduce-scatters their
+ * gradients and the K/V gradients. Activations are split by D everywhere
+ * (as TP+SP), and the lane holds two gathered layers of weights and one
+ * layer's full-sequence K/V while a pass runs. */
+#ifndef MPSIM_TENSOR_H
+#define MPSIM_TENSOR_H
+
+#include <stdbool.h>
+
+#include "collective.h"
+#include "model.h"
+#include "system.h"
+
+/* The kinds of pass, as the pipeline knows them. *_LAST are the same passes
+ * for a stage's last backward of the step, cut per layer so data-parallel
+ * gradient buckets can start as each layer's gradients are done. */
+enum tp_pass_kind { TPP_F, TPP_B, TPP_W, TPP_BW, TPP_W_LAST, TPP_BW_LAST, N_TP_PASSES };
+
+struct tp_seg {
+    mp_time duration;     /* compute: its time; comm: the collective's fast time */
+    double bytes;         /* comm: the collective's buffer (collective.h) */
+    int16_t wait;         /* compute: index in the pass of the comm segment it waits
+                             for, -1 none; comm: unused */
+    int16_t grad_layer;   /* compute: after it the weight grads of this model layer
+                             are complete (last passes only), -1 none */
+    uint8_t is_comm;
+    uint8_t blocking;     /* comm: a later compute (or the pass's output) needs it */
+    uint8_t op;           /* comm: enum coll_op */
+    /* Expert parallelism: enum ep_role (experts.h) of a MoE layer's segment
+     * whose duration depends on the microbatch's routing, and its model
+     * layer; the pipeline asks experts_time for it. EPR_NONE otherwise. */
+    uint8_t ep_role;
+    int16_t ep_layer;
+};
+
+struct tp_pass {
+    int off, n;           /* segments in tensor_plan.seg; n = 0: one plain op */
+    double extra_bytes;   /* MEM_COMM the pass holds while it runs (TSP buffers) */
+};
+
+struct tensor_plan {
+    int tp;               /* group size (1 = no tensor parallelism) */
+    int stages;
+    int *group;           /* [stages × tp]: chips of each stage's group, lane first */
+    struct tp_pass *pass; /* [stages × N_TP_PASSES] */
+    struct tp_seg *seg;
+    int n_seg, cap_seg;
+    enum fidelity fidelity;
+    enum coll_algo algo;
+};
+
+/* What tensor_plan_build needs to know. */
+struct tensor_input {
+    const struct model *model;
+    const struct cost_params *cp;   /* tp, sp, recompute, bits, s, b */
+    const struct system *sys;
+    const struct chip *chip;
+    const int *layer_first, *layer_last; /* [stages]: model layers on each stage */
+    const int *lane;                     /* [stages]: chip of TP rank 0 */
+    int stages;
+    bool tsp, overlap;
+    bool split_last;                     /* cut the *_LAST passes per layer */
+    enum fidelity fidelity;
+    enum coll_algo algo;
+    /* Compute time of an op: the efficiency model (sim.c). */
+    mp_time (*op_time)(void *ctx, double flops, double bytes, double gemm_flops,
+                       double elem_bytes);
+    void *op_ctx;
+    /* Expert parallelism (cp->ep > 1): each MoE decoder's FFN becomes
+     * [router] dispatch [shared experts ‖ dispatch] [routed experts] combine
+     * (backward: gradient all-to-all, experts, gradient all-to-all, router),
+     * its attention sequence-parallel inside a TP group (Megatron runs MoE
+     * with TP only so); routed-expert and all-to-all segments carry
+     * ep_role and take their per-microbatch durations from experts.h. */
+    bool ep;
+};
+
+/* Build every stage's passes. With tp = 1 and no split, every pass has
+ * n = 0 and the pipeline emits one op per pass, as before this module. */
+void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in);
+void tensor_plan_release(struct tensor_plan *p);
+
+/* Passes of a stage. */
+const struct tp_pass *tensor_pass(const struct tensor_plan *p, int stage, enum tp_pass_kind k);
+
+/* The collective of a comm segment, for collective_add. */
+struct coll_spec tensor_coll(const struct tensor_plan *p, int stage, const struct tp_seg *s);
+
+#endif

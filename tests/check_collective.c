@@ -1,0 +1,266 @@
+/* check_collective.c — collectives and topologies: the alpha-beta (fast)
+ * times against hand formulas, the detailed expansion against the fast
+ * time on an idle fabric, nccl-tests' busbw conventions, the presets'
+ * calibration against measured busbw (shared/reference/hardware.md), and
+ * the torus and rail routes. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "collective.h"
+#include "engine.h"
+#include "system.h"
+#include "testutil.h"
+
+#define US MP_PS_PER_US
+
+static struct chip_catalog cat;
+static struct mp_error err;
+
+static void load(struct system *sys, const char *preset_or_ini, int chips)
+{
+    if (!cat.n) ck_assert_int_eq(chip_catalog_load_default(&cat, &err), MP_OK);
+    int rc = system_load(sys, preset_or_ini, 0, chips, &cat, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    ck_assert_int_eq(rc, MP_OK);
+}
+
+/* 8 chips on a switch, 100 GB/s and 5 µs per route: round numbers. */
+static const char *switch8(void)
+{
+    static char path[512];
+    if (!path[0])
+        snprintf(path, sizeof path, "%s",
+                 mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 8\n"
+                                         "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
+                                         "latency = 5us\n[scaleout]\ntopology = fat_tree\n"
+                                         "bandwidth = 10GB/s\nlatency = 10us\n"));
+    return path;
+}
+
+/* Run one collective expanded into transfers; the makespan. */
+static mp_time run_detailed(const struct system *sys, struct coll_spec *c)
+{
+    struct taskgraph g;
+    tg_init(&g, sys->n_chips, sys->n_links);
+    int ready[64], done[64];
+    for (int i = 0; i < c->n; i++) ready[i] = -1;
+    collective_add(&g, sys, c, FIDELITY_DETAILED, ready, done);
+    tg_finalize(&g);
+    struct engine e;
+    engine_init(&e, &g);
+    ck_assert_int_eq(engine_run(&e, &err), MP_OK);
+    mp_time t = engine_makespan(&e);
+    engine_release(&e);
+    tg_release(&g);
+    return t;
+}
+
+START_TEST(bus_factors_are_nccl_tests)
+{
+    ck_assert_double_eq_tol(collective_bus_factor(COLL_ALL_REDUCE, 8), 1.75, 1e-15);
+    ck_assert_double_eq_tol(collective_bus_factor(COLL_ALL_GATHER, 8), 0.875, 1e-15);
+    ck_assert_double_eq_tol(collective_bus_factor(COLL_REDUCE_SCATTER, 4), 0.75, 1e-15);
+    ck_assert_double_eq_tol(collective_bus_factor(COLL_ALL_TO_ALL, 2), 0.5, 1e-15);
+    ck_assert_double_eq_tol(collective_bus_factor(COLL_BROADCAST, 8), 1, 1e-15);
+    ck_assert_int_eq(collective_op_find("all_gather"), COLL_ALL_GATHER);
+    ck_assert_int_eq(collective_algo_find("halving_doubling"), COLL_HALVING_DOUBLING);
+    ck_assert_int_eq(collective_algo_find("mesh"), -1);
+}
+END_TEST
+
+/* Hand formulas on the switch (S = 800 MB, n = 8, B = 100 GB/s, α = 5 µs,
+ * so S/n moves in 1 ms):
+ *   ring all-reduce   14 × (1 ms + 5 µs)
+ *   ring all-gather    7 × (1 ms + 5 µs)
+ *   halving-doubling reduce-scatter: 400, 200, 100 MB = 4 + 2 + 1 ms + 3α
+ *   tree all-reduce   2·log2(8)·α + 2·S/B = 30 µs + 16 ms
+ *   direct all-to-all α + 7 × 1 ms (the 7 messages share the up link)  */
+START_TEST(fast_times_match_hand_formulas)
+{
+    struct system sys;
+    load(&sys, switch8(), 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct coll_spec c = { .chips = chips, .n = 8, .bytes = 800e6, .mb = -1, .stage = -1 };
+    mp_time ms = MP_PS_PER_MS;
+    c.op = COLL_ALL_REDUCE, c.algo = COLL_RING;
+    ck_assert_int_eq(collective_time(&sys, &c), 14 * (ms + 5 * US));
+    c.op = COLL_ALL_GATHER;
+    ck_assert_int_eq(collective_time(&sys, &c), 7 * (ms + 5 * US));
+    c.op = COLL_REDUCE_SCATTER, c.algo = COLL_HALVING_DOUBLING;
+    ck_assert_int_eq(collective_time(&sys, &c), 7 * ms + 15 * US);
+    c.op = COLL_ALL_REDUCE, c.algo = COLL_TREE;
+    ck_assert_int_eq(collective_time(&sys, &c), 16 * ms + 30 * US);
+    c.op = COLL_ALL_TO_ALL, c.algo = COLL_DIRECT;
+    ck_assert_int_eq(collective_time(&sys, &c), 7 * ms + 5 * US);
+    c.op = COLL_SEND_RECV;
+    ck_assert_int_eq(collective_time(&sys, &c), 8 * ms + 5 * US);
+    system_release(&sys);
+}
+END_TEST
+
+/* On an idle fabric the expansion and the closed form agree exactly for the
+ * ring and halving-doubling algorithms; direct pays its latency per message
+ * at detailed (one comm stream sends them one after another). */
+START_TEST(detailed_equals_fast_on_an_idle_switch)
+{
+    struct system sys;
+    load(&sys, switch8(), 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct { enum coll_op op; enum coll_algo algo; } cases[] = {
+        { COLL_ALL_REDUCE, COLL_RING }, { COLL_REDUCE_SCATTER, COLL_RING },
+        { COLL_ALL_GATHER, COLL_RING }, { COLL_ALL_REDUCE, COLL_HALVING_DOUBLING },
+        { COLL_REDUCE_SCATTER, COLL_HALVING_DOUBLING }, { COLL_ALL_GATHER, COLL_HALVING_DOUBLING },
+        { COLL_BROADCAST, COLL_RING }, { COLL_SEND_RECV, COLL_DIRECT },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        struct coll_spec c = { .op = cases[k].op, .algo = cases[k].algo, .chips = chips, .n = 8,
+                               .bytes = 800e6, .mb = -1, .stage = -1 };
+        ck_assert_msg(run_detailed(&sys, &c) == collective_time(&sys, &c), "%s %s",
+                      collective_op_name(c.op), collective_algo_name(c.algo));
+    }
+    struct coll_spec a2a = { .op = COLL_ALL_TO_ALL, .algo = COLL_DIRECT, .chips = chips, .n = 8,
+                             .bytes = 800e6, .mb = -1, .stage = -1 };
+    ck_assert_int_eq(run_detailed(&sys, &a2a), collective_time(&sys, &a2a) + 6 * 5 * US);
+    system_release(&sys);
+}
+END_TEST
+
+/* Hierarchical all-reduce over 2 nodes × 4 chips (switch 100 GB/s, 5 µs;
+ * fat-tree 10 GB/s, 10 µs) of S = 800 MB: in-node reduce-scatter 3 × (200 MB
+ * at 100 GB/s + 5 µs), across nodes an all-reduce of S/4 = 200 MB over 2 (2 ×
+ * (100 MB at 10 GB/s + 10 µs)), in-node all-gather as the reduce-scatter. The
+ * detailed expansion lands on the same time. */
+START_TEST(hierarchical_all_reduce_two_nodes)
+{
+    struct system sys;
+    load(&sys, switch8(), 8);
+    system_release(&sys);
+    const char *ini = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 4\n"
+                                              "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
+                                              "latency = 5us\n[scaleout]\ntopology = fat_tree\n"
+                                              "bandwidth = 10GB/s\nlatency = 10us\n");
+    load(&sys, ini, 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .chips = chips, .n = 8,
+                           .bytes = 800e6, .mb = -1, .stage = -1 };
+    ck_assert_int_eq(collective_pick(&sys, c.op, chips, 8), COLL_HIERARCHICAL);
+    mp_time local = 3 * (2 * MP_PS_PER_MS + 5 * US), across = 2 * (10 * MP_PS_PER_MS + 10 * US);
+    ck_assert_int_eq(collective_time(&sys, &c), 2 * local + across);
+    ck_assert_int_eq(run_detailed(&sys, &c), 2 * local + across);
+    system_release(&sys);
+}
+END_TEST
+
+/* Presets against measured large-message busbw (hardware.md): 8×A100 ≈ 230,
+ * 8×H100 ring ≈ 370, 8×H200 NVLS ≈ 480, 4×GB200 ≈ 680 GB/s, within 10%. */
+START_TEST(presets_calibrated_to_measured_busbw)
+{
+    struct { const char *preset; int n; double want; } cases[] = {
+        { "dgx-a100", 8, 230 }, { "dgx-h100", 8, 370 }, { "dgx-h200", 8, 480 },
+        { "gb200-nvl72", 4, 680 },
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        struct system sys;
+        load(&sys, cases[k].preset, cases[k].n);
+        int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+        double S = 8.0 * (1 << 30);
+        struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .chips = chips,
+                               .n = cases[k].n, .bytes = S, .mb = -1, .stage = -1 };
+        double busbw = S / mp_seconds(collective_time(&sys, &c)) / 1e9 *
+                       collective_bus_factor(COLL_ALL_REDUCE, cases[k].n);
+        ck_assert_msg(fabs(busbw / cases[k].want - 1) < 0.10, "%s: busbw %.1f GB/s, want %.0f",
+                      cases[k].preset, busbw, cases[k].want);
+        /* The small-message floor: 20-25 µs for 8 B on 8 NVSwitch GPUs. */
+        c.bytes = 8;
+        if (cases[k].n == 8) {
+            double us = mp_seconds(collective_time(&sys, &c)) * 1e6;
+            ck_assert_msg(us >= 20 && us <= 25, "%s: %g us", cases[k].preset, us);
+        }
+        system_release(&sys);
+    }
+}
+END_TEST
+
+/* A 4×4×4 torus: chip (x, y, z) is x + 4y + 16z. Dimension order, the
+ * shorter way round, forward on a tie: 0 → 63 = (3,3,3) is one hop back in
+ * each dimension; 0 → 2 is two hops forward (a tie); 5 = (1,1,0) → 0 goes
+ * x first, then y. */
+START_TEST(torus_dimension_order_routes)
+{
+    struct system sys;
+    load(&sys, "tpu-v5p", 64);
+    ck_assert_int_eq(sys.n_dims, 3);
+    ck_assert_int_eq(sys.n_links, 64 * 6 + 64 * 2);
+    int r[16];
+    ck_assert_int_eq(system_route(&sys, 0, 63, r, 16), 3);
+    ck_assert_int_eq(r[0], sys.torus[(0 * 3 + 0) * 2 + 1]);  /* x minus from chip 0 */
+    ck_assert_int_eq(r[1], sys.torus[(3 * 3 + 1) * 2 + 1]);  /* y minus from (3,0,0) */
+    ck_assert_int_eq(r[2], sys.torus[(15 * 3 + 2) * 2 + 1]); /* z minus from (3,3,0) */
+    ck_assert_int_eq(system_route(&sys, 0, 2, r, 16), 2);
+    ck_assert_int_eq(r[0], sys.torus[(0 * 3 + 0) * 2 + 0]);
+    ck_assert_int_eq(r[1], sys.torus[(1 * 3 + 0) * 2 + 0]);
+    ck_assert_int_eq(system_route(&sys, 5, 0, r, 16), 2);
+    ck_assert_int_eq(r[0], sys.torus[(5 * 3 + 0) * 2 + 1]);
+    ck_assert_int_eq(r[1], sys.torus[(4 * 3 + 1) * 2 + 1]);
+    /* 1 GB over 3 hops of 100 GB/s, 1 µs each. */
+    system_route(&sys, 0, 63, r, 16);
+    ck_assert_int_eq(system_route_time(&sys, r, 3, 1e9), 10 * MP_PS_PER_MS + 3 * US);
+    system_release(&sys);
+}
+END_TEST
+
+/* Rail-optimised scale-out (dgx-h200): the same local index crosses on its
+ * own rail; another index first moves inside the node to the destination's
+ * rail (PXN). */
+START_TEST(rail_routes)
+{
+    struct system sys;
+    load(&sys, "dgx-h200", 16);
+    int r[16];
+    ck_assert_int_eq(system_route(&sys, 2, 10, r, 16), 2);
+    ck_assert_int_eq(r[0], sys.nic_up[2]);
+    ck_assert_int_eq(r[1], sys.nic_down[10]);
+    ck_assert_int_eq(system_route(&sys, 1, 10, r, 16), 4);
+    ck_assert_int_eq(r[0], sys.up[1]);
+    ck_assert_int_eq(r[1], sys.down[2]);
+    ck_assert_int_eq(r[2], sys.nic_up[2]);
+    ck_assert_int_eq(r[3], sys.nic_down[10]);
+    system_release(&sys);
+}
+END_TEST
+
+/* A full mesh (mi300x-node) runs n−1 rings at once: 8-GPU all-reduce busbw
+ * = 7 links × 48 GB/s = 336 GB/s for a large message. */
+START_TEST(full_mesh_uses_every_link)
+{
+    struct system sys;
+    load(&sys, "mi300x-node", 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    double S = 8.0 * (1 << 30);
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = 8,
+                           .bytes = S, .mb = -1, .stage = -1 };
+    double busbw = S / mp_seconds(collective_time(&sys, &c)) / 1e9 * 1.75;
+    ck_assert_double_eq_tol(busbw, 336, 0.5);
+    system_release(&sys);
+}
+END_TEST
+
+static Suite *collective_suite(void)
+{
+    Suite *s = suite_create("collective");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, bus_factors_are_nccl_tests);
+    tcase_add_test(tc, fast_times_match_hand_formulas);
+    tcase_add_test(tc, detailed_equals_fast_on_an_idle_switch);
+    tcase_add_test(tc, hierarchical_all_reduce_two_nodes);
+    tcase_add_test(tc, presets_calibrated_to_measured_busbw);
+    tcase_add_test(tc, torus_dimension_order_routes);
+    tcase_add_test(tc, rail_routes);
+    tcase_add_test(tc, full_mesh_uses_every_link);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+MP_TEST_MAIN(collective_suite)
