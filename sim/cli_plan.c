@@ -1,0 +1,64 @@
+/* cli_plan.c — `mpsim plan`: place a scenario's model on chips by memory and
+ * print the chip count and the layer map (sim/plan.h). */
+#include <stdbool.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "plan.h"
+
+static const char plan_usage_text[] =
+    "usage: mpsim plan SCENARIO.ini [--set section.key=value]... [--json]\n"
+    "\n"
+    "Places the model's layers on the system's chips in order, each chip filled\n"
+    "with weights plus the reserve its layers need for inference.concurrency\n"
+    "requests at inference.context_len tokens (KV cache for full attention, the\n"
+    "fixed state for linear attention); layers are split only by parallel.tp.\n"
+    "Prints the chip count, one row per chip and the KV-bound concurrency.\n";
+
+int cli_plan(int argc, char **argv)
+{
+    const char *scenario = NULL;
+    bool json = false;
+    struct mp_error err = { 0 };
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(plan_usage_text, stdout);
+            return MP_OK;
+        } else if (!strcmp(a, "--json")) {
+            json = true;
+        } else if (!strcmp(a, "--set")) {
+            if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("plan: unknown option '%s'", a);
+        } else if (scenario) {
+            return cli_usage_error("plan: one scenario at a time (extra argument '%s')", a);
+        } else {
+            scenario = a;
+        }
+    }
+    if (!scenario)
+        return cli_usage_error("%s", "plan: which scenario? usage: mpsim plan SCENARIO.ini");
+    struct config cfg;
+    config_defaults(&cfg);
+    if (config_load(&cfg, scenario, &err)) return cli_fail(&err);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--set") && config_set(&cfg, argv[i + 1], "--set", &err))
+            return cli_fail(&err);
+    struct plan_run r;
+    int rc = plan_run(&r, &cfg, &err);
+    if (rc) {
+        plan_run_release(&r);
+        if (rc == MP_ERR_INFEASIBLE) {
+            fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+            return rc;
+        }
+        return cli_fail(&err);
+    }
+    if (json) plan_report_json(stdout, &r);
+    else plan_report_text(stdout, &r);
+    plan_run_release(&r);
+    return MP_OK;
+}

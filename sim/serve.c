@@ -1,0 +1,738 @@
+/* serve.c — serving through a pipeline of chips; see serve.h for the model.
+ *
+ * Steps: check the [inference] keys, place the model (plan.c), load the
+ * system for that many chips, price each stage's layers once, generate or
+ * read the requests, run the event loop, fold the request times into metrics
+ * (quantiles with gsl_sort + gsl_stats). */
+#include "serve.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* What pricing needs of one layer, per chip. */
+struct serve_layer {
+    int kind, attn;          /* enum layer_kind, enum attn_kind */
+    double fixed_bytes;      /* weights every pass reads (all but routed experts) */
+    double expert_bytes;     /* routed experts' weights */
+    double expert_frac;      /* top-k / experts; 0 when dense */
+    double matmul_params;    /* weight-matrix parameters one token multiplies by */
+    double attn_coef;        /* full: FLOPs per (token, context) pair; linear: per token */
+    double kv_per_token, state;
+    double hidden_bytes;     /* one token's activation, h × activation bytes */
+    double row_bytes;        /* embedding: one row of weights */
+    double vocab;
+    double head_flops;       /* LM head: FLOPs per emitted token (2 V h) */
+};
+
+struct serve_slot {
+    int n;                   /* members */
+    int stage;               /* where the slot is (or goes) */
+    bool active;             /* in the pipeline; false = idle at stage 0 */
+    double tokens, pairs, ctx, items, emits; /* this pass, for pricing */
+};
+
+enum { EV_ARRIVAL, EV_STAGE_DONE, EV_HOP_DONE, EV_RETURN, EV_HORIZON };
+#define EV_SHIFT 3
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+static int dist_max(int max, int fallback) { return max > 0 ? max : fallback; }
+
+int serve_check_config(const struct config *cfg, struct mp_error *err)
+{
+    const char *w = cfg->path[0] ? cfg->path : "scenario";
+    const struct config_inference *in = &cfg->inference;
+    int ctx = in->context_len;
+    if (in->arrivals == ARRIVALS_TRACE && !strcmp(in->trace, "none"))
+        return mp_fail(err, MP_ERR_INPUT, "%s: key inference.trace: inference.arrivals = trace "
+                       "needs a CSV file of arrival_s,prompt_tokens,output_tokens", w);
+    if (cfg->parallel.tp != 1)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key parallel.tp = %d: serving simulates whole "
+                       "layers per chip only (tp = 1); `mpsim plan` accepts tp", w,
+                       cfg->parallel.tp);
+    if (cfg->model.kind != MODEL_TRANSFORMER)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key model.kind: serving needs a model "
+                       "(transformer), got synthetic", w);
+    struct { const char *name; int dist, len, min, max, limit; } d[2] = {
+        { "prompt", in->prompt_dist, in->prompt_len, in->prompt_min, in->prompt_max, ctx - 1 },
+        { "output", in->output_dist, in->output_len, in->output_min, in->output_max, ctx - 1 },
+    };
+    for (int i = 0; i < 2; i++) {
+        int max = dist_max(d[i].max, d[i].limit);
+        if (d[i].max > d[i].limit)
+            return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_max = %d: at most "
+                           "inference.context_len - 1 = %d", w, d[i].name, d[i].max, d[i].limit);
+        if (d[i].dist != DIST_FIXED && d[i].min > max)
+            return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_min = %d is more than "
+                           "inference.%s_max = %d", w, d[i].name, d[i].min, d[i].name, max);
+        if (d[i].dist == DIST_FIXED && d[i].len > d[i].limit)
+            return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_len = %d: at most "
+                           "inference.context_len - 1 = %d", w, d[i].name, d[i].len, d[i].limit);
+    }
+    if (in->prompt_dist == DIST_FIXED && in->output_dist == DIST_FIXED &&
+        (long long)in->prompt_len + in->output_len > ctx)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key inference.output_len: prompt_len + "
+                       "output_len = %d + %d exceeds inference.context_len = %d", w,
+                       in->prompt_len, in->output_len, ctx);
+    return MP_OK;
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+static int draw(const gsl_rng *rng, int dist, int len, int min, int max, double sigma)
+{
+    double v;
+    switch (dist) {
+    case DIST_UNIFORM:
+        return min + (int)gsl_rng_uniform_int(rng, (unsigned long)(max - min) + 1);
+    case DIST_LOGNORMAL:
+        v = round(gsl_ran_lognormal(rng, log((double)len), sigma));
+        return v < min ? min : v > max ? max : (int)v;
+    default:
+        return len;
+    }
+}
+
+static void add_request(struct serve *s, int *cap, mp_time t, int prompt, int output)
+{
+    MP_GROW(s->req, *cap, s->n_req + 1);
+    s->req[s->n_req++] = (struct serve_request){
+        .arrival = t, .admitted = -1, .first_token = -1, .done = -1,
+        .prompt = prompt, .output = output, .slot = -1,
+    };
+}
+
+static int poisson_requests(struct serve *s)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    int ctx = in->context_len, cap = 0;
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, (unsigned long)s->cfg.run.seed);
+    double t = 0;
+    for (int i = 0; i < in->requests; i++) {
+        t += gsl_ran_exponential(rng, 1.0 / in->rate);
+        int p = draw(rng, in->prompt_dist, in->prompt_len, in->prompt_min,
+                     dist_max(in->prompt_max, ctx - 1), in->prompt_sigma);
+        if (p > ctx - 1) p = ctx - 1;
+        int omax = dist_max(in->output_max, ctx - p);
+        if (omax > ctx - p) omax = ctx - p;
+        int omin = in->output_min < omax ? in->output_min : omax;
+        int o = draw(rng, in->output_dist, in->output_len, omin, omax, in->output_sigma);
+        if (o > ctx - p) o = ctx - p;
+        add_request(s, &cap, (mp_time)llround(t * 1e12), p, o);
+    }
+    gsl_rng_free(rng);
+    return MP_OK;
+}
+
+/* CSV rows "arrival_s,prompt_tokens,output_tokens"; a first row that does not
+ * start with a number is a header; blank lines and '#' comments are skipped. */
+static int trace_requests(struct serve *s, struct mp_error *err)
+{
+    char path[1024];
+    int rc = config_resolve(&s->cfg, s->cfg.inference.trace, "scenarios", ".csv", path,
+                            sizeof path, err);
+    if (rc) {
+        mp_error_prefix(err, "key inference.trace: ");
+        return rc;
+    }
+    FILE *f = fopen(path, "r");
+    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open trace", path);
+    char line[512];
+    int ln = 0, cap = 0, ctx = s->cfg.inference.context_len;
+    mp_time last = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') continue;
+        char *end;
+        double t = strtod(p, &end);
+        if (end == p && s->n_req == 0 && ln == 1) continue; /* header */
+        long prompt = 0, output = 0;
+        /* At most 10^6 s, so t × 10^12 stays an exact-enough int64 (llround
+         * of a larger product is unspecified, and wrapped arrivals would be
+         * reported as going back in time). */
+        bool ok = end != p && isfinite(t) && t >= 0 && t <= 1e6 && *end == ',';
+        if (ok) { p = end + 1; prompt = strtol(p, &end, 10); ok = end != p && *end == ','; }
+        if (ok) { p = end + 1; output = strtol(p, &end, 10); ok = end != p; }
+        while (ok && (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')) end++;
+        ok = ok && *end == '\0' && prompt >= 1 && output >= 1;
+        mp_time at = ok ? (mp_time)llround(t * 1e12) : 0;
+        if (!ok || at < last || prompt + output > ctx) {
+            fclose(f);
+            if (!ok)
+                return mp_fail(err, MP_ERR_INPUT, "%s:%d: expected arrival_s,prompt_tokens,"
+                               "output_tokens (seconds ≥ 0, tokens ≥ 1), got '%.80s'", path, ln,
+                               line);
+            if (at < last)
+                return mp_fail(err, MP_ERR_INPUT, "%s:%d: arrivals must not go back in time "
+                               "(%.9f s after %.9f s)", path, ln, t, mp_seconds(last));
+            return mp_fail(err, MP_ERR_INPUT, "%s:%d: prompt + output = %ld tokens exceeds "
+                           "inference.context_len = %d", path, ln, prompt + output, ctx);
+        }
+        last = at;
+        add_request(s, &cap, at, (int)prompt, (int)output);
+    }
+    fclose(f);
+    if (s->n_req == 0)
+        return mp_fail(err, MP_ERR_INPUT, "%s: the trace has no requests", path);
+    return MP_OK;
+}
+
+/* ---- the machine -------------------------------------------------------- */
+
+static void price_layers(struct serve *s)
+{
+    const struct model *m = &s->pr.model;
+    const struct plan *pl = &s->pr.plan;
+    const struct config *c = &s->cfg;
+    double W = c->model.weight_bits / 8.0, A = c->model.activation_bits / 8.0;
+    s->layer_off = mp_xcalloc((size_t)s->stages + 1, sizeof *s->layer_off);
+    s->layers = mp_xcalloc((size_t)m->n_layers, sizeof *s->layers);
+    int n = 0;
+    struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = 1,
+                              .weight_bits = c->model.weight_bits, .kv_bits = c->model.kv_bits };
+    for (int st = 0; st < s->stages; st++) {
+        s->layer_off[st] = n;
+        for (int l = pl->stage[st].first; l <= pl->stage[st].last; l++) {
+            const struct layer *L = &m->layer[l];
+            struct layer_cost lc;
+            model_layer_cost(m, l, &cp, &lc);
+            struct serve_layer *x = &s->layers[n++];
+            *x = (struct serve_layer){
+                .kind = L->kind, .attn = L->attn,
+                .fixed_bytes = (L->params - L->expert_params) * W,
+                .expert_bytes = L->expert_params * W,
+                .expert_frac = m->experts ? (double)m->experts_per_token / m->experts : 0,
+                .matmul_params = L->matmul_params,
+                .kv_per_token = lc.kv_bytes_per_token, .state = lc.state_bytes_per_request,
+                .hidden_bytes = m->hidden * A, .row_bytes = m->hidden * W,
+                .vocab = m->vocab, .head_flops = 2.0 * m->vocab * m->hidden,
+            };
+            double heads = m->heads, d = m->head_dim;
+            if (L->attn == ATTN_LINEAR) x->attn_coef = 4 * heads * d * d;
+            else if (L->attn == ATTN_MLA)
+                x->attn_coef = 2 * heads * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
+                                            m->v_head_dim);
+            else x->attn_coef = 4 * heads * d;
+        }
+    }
+    s->layer_off[s->stages] = n;
+}
+
+static mp_time sum_time(const struct serve *s, int stage, double T, double pairs, double ctx,
+                        double items, double emits)
+{
+    const struct chip *chip = &s->pr.chip;
+    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
+    mp_time t = 0;
+    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
+        const struct serve_layer *x = &s->layers[i];
+        double flops = 0, bytes = 0;
+        if (x->kind == LAYER_EMBEDDING) {
+            bytes = (T < x->vocab ? T : x->vocab) * x->row_bytes + T * x->hidden_bytes;
+        } else if (x->kind == LAYER_LM_HEAD) {
+            if (emits <= 0) continue;
+            flops = emits * x->head_flops;
+            bytes = x->fixed_bytes + emits * x->hidden_bytes;
+        } else {
+            flops = 2 * T * x->matmul_params;
+            bytes = x->fixed_bytes + 2 * T * x->hidden_bytes;
+            if (x->expert_bytes > 0)
+                bytes += x->expert_bytes * (1 - pow(1 - x->expert_frac, T));
+            if (x->attn == ATTN_LINEAR) {
+                flops += x->attn_coef * T;
+                bytes += 2 * items * x->state;
+            } else {
+                flops += x->attn_coef * pairs;
+                bytes += (ctx + T) * x->kv_per_token; /* read the cache, write the new */
+            }
+        }
+        t += chip_op_time(chip, flops, bytes, bits);
+    }
+    return t;
+}
+
+mp_time serve_stage_time(const struct serve *s, int stage, const struct serve_item *items,
+                         int n)
+{
+    double T = 0, pairs = 0, ctx = 0, emits = 0;
+    for (int i = 0; i < n; i++) {
+        T += items[i].tokens;
+        pairs += (double)items[i].tokens * (items[i].past + items[i].tokens);
+        ctx += items[i].past;
+        emits += items[i].emits;
+    }
+    return sum_time(s, stage, T, pairs, ctx, n, emits);
+}
+
+static double hop_bytes(const struct serve *s, int stage, double tokens)
+{
+    if (stage == s->stages - 1) return 4 * tokens; /* token ids back to stage 0 */
+    return tokens * s->pr.model.hidden * s->cfg.model.activation_bits / 8.0;
+}
+
+mp_time serve_hop_time(const struct serve *s, int stage, int tokens)
+{
+    if (s->stages == 1) return 0;
+    double b = hop_bytes(s, stage, tokens);
+    return s->hop[stage] + (isinf(s->hop_bw[stage]) ? 0 : (mp_time)llround(b / s->hop_bw[stage] * 1e12));
+}
+
+/* Routes of the hand-offs: s → s+1, and the last stage's return hop, priced
+ * as the route back to its predecessor (one hop on a chain). */
+static void build_hops(struct serve *s)
+{
+    int S = s->stages;
+    s->hop = mp_xcalloc((size_t)S, sizeof *s->hop);
+    s->hop_bw = mp_xcalloc((size_t)S, sizeof *s->hop_bw);
+    s->hop_route_off = mp_xcalloc((size_t)S + 1, sizeof *s->hop_route_off);
+    int cap = 0, n = 0, buf[64];
+    for (int st = 0; st < S; st++) {
+        s->hop_route_off[st] = n;
+        s->hop_bw[st] = INFINITY;
+        if (S == 1) continue;
+        int a = s->stage_chip[st], b = st + 1 < S ? s->stage_chip[st + 1] : s->stage_chip[st - 1];
+        int len = system_route(&s->sys, a, b, buf, 64);
+        if (len > 64) len = 64;
+        s->hop[st] = system_route_time(&s->sys, buf, len, 0);
+        for (int i = 0; i < len; i++) {
+            double bw = s->sys.links[buf[i]].bw;
+            if (bw < s->hop_bw[st]) s->hop_bw[st] = bw;
+            if (st + 1 < S) { /* the return hop's bytes are too few to hold a link */
+                MP_GROW(s->hop_route, cap, n + 1);
+                s->hop_route[n++] = buf[i];
+            }
+        }
+    }
+    s->hop_route_off[S] = n;
+}
+
+/* ---- the event loop ----------------------------------------------------- */
+
+static void schedule(struct serve *s, mp_time t, int kind, int id)
+{
+    /* Ties: the pipeline moves before new arrivals are seen. */
+    eventq_schedule(&s->q, t, kind == EV_ARRIVAL ? 1 : kind == EV_HORIZON ? 2 : 0,
+                    ((int64_t)id << EV_SHIFT) | kind);
+}
+
+static double request_need(const struct serve *s, const struct serve_request *r, int st)
+{
+    const struct plan_stage *p = &s->pr.plan.stage[st];
+    return (double)(r->prompt + r->output) * p->kv_per_token + p->state_per_request;
+}
+
+static void kv_log(struct serve *s, mp_time t)
+{
+    double total = 0;
+    for (int st = 0; st < s->stages; st++) total += s->kv_used[st];
+    struct serve_result *r = &s->res;
+    if (r->n_kv_log > 0 && r->kv_log[r->n_kv_log - 1].t == t) r->n_kv_log--;
+    MP_GROW(r->kv_log, r->cap_kv_log, r->n_kv_log + 1);
+    r->kv_log[r->n_kv_log++] = (struct serve_kv_point){ t, total };
+    if (total > r->kv_peak_bytes) r->kv_peak_bytes = total;
+}
+
+static bool fits(const struct serve *s, const struct serve_request *r)
+{
+    for (int st = 0; st < s->stages; st++)
+        if (s->kv_used[st] + request_need(s, r, st) > s->res.stage[st].free_bytes) return false;
+    return true;
+}
+
+static void reserve(struct serve *s, struct serve_request *r, double sign)
+{
+    for (int st = 0; st < s->stages; st++) {
+        s->kv_used[st] += sign * request_need(s, r, st);
+        if (s->kv_used[st] > s->res.stage[st].kv_peak) s->res.stage[st].kv_peak = s->kv_used[st];
+    }
+}
+
+/* Tokens a prefill of `rem` prompt tokens carries when `used` of the budget
+ * is taken. */
+static int prefill_chunk(const struct serve *s, int rem, double used)
+{
+    double left = s->cfg.inference.token_budget - used;
+    if (s->cfg.inference.chunked_prefill) return left <= 0 ? 0 : rem < left ? rem : (int)left;
+    return rem <= left || used == 0 ? rem : 0;
+}
+
+/* Form slot k's next pass at stage 0 (serve.h). */
+static void form(struct serve *s, int k)
+{
+    struct serve_slot *sl = &s->slot[k];
+    int mb = s->cfg.inference.micro_batch, cap = s->cfg.inference.concurrency;
+    int *mem = &s->members[(size_t)k * mb];
+    double T = 0;
+    for (int i = 0; i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        r->chunk = r->prefilled == r->prompt ? 1 : 0;
+        T += r->chunk;
+    }
+    for (int i = 0; i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        if (r->prefilled == r->prompt) continue;
+        r->chunk = prefill_chunk(s, r->prompt - r->prefilled, T);
+        T += r->chunk;
+    }
+    while (sl->n < mb && s->wait_n > 0 && (cap == 0 || s->inflight < cap)) {
+        struct serve_request *r = &s->req[s->waiting[s->wait_head]];
+        int c = prefill_chunk(s, r->prompt, T);
+        if (c == 0) break;
+        if (!fits(s, r)) {
+            s->res.kv_blocked++;
+            break;
+        }
+        s->wait_head = (s->wait_head + 1) % s->n_req;
+        s->wait_n--;
+        r->slot = k;
+        r->chunk = c;
+        T += c;
+        mem[sl->n++] = (int)(r - s->req);
+        reserve(s, r, +1);
+        s->inflight++;
+        s->res.admitted++;
+        if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
+    }
+    sl->tokens = T;
+    sl->pairs = sl->ctx = sl->items = sl->emits = 0;
+    for (int i = 0; i < sl->n; i++) {
+        const struct serve_request *r = &s->req[mem[i]];
+        if (r->chunk == 0) continue;
+        int past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
+        sl->pairs += (double)r->chunk * (past + r->chunk);
+        sl->ctx += past;
+        sl->items++;
+        sl->emits += r->prefilled == r->prompt || r->prefilled + r->chunk == r->prompt;
+    }
+}
+
+static void start_stage(struct serve *s, int st, mp_time now)
+{
+    if (s->stage_busy[st] || s->sq_n[st] == 0) return;
+    int k = s->stage_queue[(size_t)st * s->slots + s->sq_head[st]];
+    s->sq_head[st] = (s->sq_head[st] + 1) % s->slots;
+    s->sq_n[st]--;
+    struct serve_slot *sl = &s->slot[k];
+    mp_time d = sum_time(s, st, sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+    struct serve_stage_report *rep = &s->res.stage[st];
+    if (rep->first_start < 0) rep->first_start = now;
+    rep->busy += d;
+    rep->passes++;
+    s->stage_busy[st] = true;
+    schedule(s, now + d, EV_STAGE_DONE, k);
+}
+
+static void enqueue(struct serve *s, int st, int k, mp_time now)
+{
+    s->slot[k].stage = st;
+    int at = (s->sq_head[st] + s->sq_n[st]) % s->slots;
+    s->stage_queue[(size_t)st * s->slots + at] = k;
+    s->sq_n[st]++;
+    start_stage(s, st, now);
+}
+
+/* Form slot k at stage 0; send it in, or leave it idle when it has nothing. */
+static void launch(struct serve *s, int k, mp_time now)
+{
+    int before = s->res.admitted;
+    form(s, k);
+    int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+    for (int i = s->slot[k].n - (s->res.admitted - before); i < s->slot[k].n; i++)
+        s->req[mem[i]].admitted = now;
+    if (s->res.admitted != before) kv_log(s, now);
+    s->slot[k].active = s->slot[k].tokens > 0;
+    if (s->slot[k].active) enqueue(s, 0, k, now);
+}
+
+static void wake_idle(struct serve *s, mp_time now)
+{
+    for (int k = 0; k < s->slots && s->wait_n > 0; k++)
+        if (!s->slot[k].active) launch(s, k, now);
+}
+
+/* The pass of slot k left the last stage: tokens out, finished requests go. */
+static void emit(struct serve *s, int k, mp_time now)
+{
+    struct serve_slot *sl = &s->slot[k];
+    int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+    bool freed = false;
+    int kept = 0;
+    for (int i = 0; i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        if (r->chunk > 0) {
+            if (r->prefilled < r->prompt) {
+                r->prefilled += r->chunk;
+                s->res.prompt_tokens += r->chunk;
+                if (r->prefilled == r->prompt) {
+                    r->generated = 1;
+                    r->first_token = now;
+                    s->res.output_tokens++;
+                }
+            } else {
+                r->generated++;
+                s->res.output_tokens++;
+            }
+            r->chunk = 0;
+        }
+        if (r->generated == r->output) {
+            r->done = now;
+            s->res.makespan = now;
+            r->slot = -1;
+            reserve(s, r, -1);
+            s->inflight--;
+            s->res.completed++;
+            freed = true;
+        } else {
+            mem[kept++] = mem[i]; /* keep arrival order: it decides who prefills first */
+        }
+    }
+    sl->n = kept;
+    if (freed) kv_log(s, now);
+}
+
+static void handle(void *ctx, const struct eventq_event *ev)
+{
+    struct serve *s = ctx;
+    int kind = (int)(ev->data & ((1 << EV_SHIFT) - 1)), id = (int)(ev->data >> EV_SHIFT);
+    mp_time now = ev->time;
+    switch (kind) {
+    case EV_ARRIVAL: {
+        int at = (s->wait_head + s->wait_n) % s->n_req;
+        s->waiting[at] = id;
+        s->wait_n++;
+        if (s->wait_n > s->res.max_waiting) s->res.max_waiting = s->wait_n;
+        wake_idle(s, now);
+        break;
+    }
+    case EV_STAGE_DONE: {
+        int st = s->slot[id].stage;
+        s->stage_busy[st] = false;
+        s->res.stage[st].last_end = now;
+        start_stage(s, st, now);
+        if (st + 1 < s->stages) {
+            /* Links are held for the serialisation; latency overlaps. */
+            mp_time start = now;
+            for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
+                if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
+            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].tokens) - s->hop[st];
+            for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
+                s->link_free[s->hop_route[i]] = start + ser;
+            s->slot[id].stage = st + 1;
+            schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
+        } else {
+            int emits = (int)s->slot[id].emits;
+            emit(s, id, now);
+            schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
+            wake_idle(s, now); /* memory may have been freed */
+        }
+        break;
+    }
+    case EV_HOP_DONE:
+        enqueue(s, s->slot[id].stage, id, now);
+        break;
+    case EV_RETURN:
+        launch(s, id, now);
+        break;
+    case EV_HORIZON:
+        if (s->res.completed < s->n_req) s->res.makespan = now; /* cut short */
+        eventq_stop(&s->q);
+        break;
+    }
+}
+
+/* ---- metrics ------------------------------------------------------------ */
+
+static void quantiles(double *v, size_t n, double out[4])
+{
+    if (n == 0) { out[0] = out[1] = out[2] = out[3] = 0; return; }
+    gsl_sort(v, 1, n);
+    out[0] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.50);
+    out[1] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.90);
+    out[2] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.99);
+    out[3] = gsl_stats_mean(v, 1, n);
+}
+
+/* Length of [a, b] ∩ [lo, hi] in seconds. */
+static double overlap(mp_time a, mp_time b, mp_time lo, mp_time hi)
+{
+    mp_time x = a > lo ? a : lo, y = b < hi ? b : hi;
+    return y > x ? mp_seconds(y - x) : 0;
+}
+
+static void fold(struct serve *s)
+{
+    struct serve_result *r = &s->res;
+    mp_time T = r->makespan;
+    double *ttft = mp_xmalloc((size_t)s->n_req * sizeof *ttft);
+    double *tpot = mp_xmalloc((size_t)s->n_req * sizeof *tpot);
+    double *e2e = mp_xmalloc((size_t)s->n_req * sizeof *e2e);
+    size_t nt = 0, np = 0, ne = 0;
+    double inflight = 0, in_system = 0, window_in = 0, window_lat = 0;
+    mp_time t0 = s->req[0].arrival, t1 = s->req[s->n_req - 1].arrival;
+    for (int i = 0; i < s->n_req; i++) {
+        const struct serve_request *q = &s->req[i];
+        mp_time end = q->done >= 0 ? q->done : T;
+        if (q->arrival <= T) in_system += overlap(q->arrival, end, 0, T);
+        if (q->admitted >= 0) inflight += overlap(q->admitted, end, 0, T);
+        window_in += overlap(q->arrival, end, t0, t1);
+        window_lat += mp_seconds(end - q->arrival);
+        if (q->first_token >= 0) ttft[nt++] = mp_seconds(q->first_token - q->arrival);
+        if (q->done < 0) continue;
+        e2e[ne++] = mp_seconds(q->done - q->arrival);
+        if (q->output > 1) tpot[np++] = mp_seconds(q->done - q->first_token) / (q->output - 1);
+    }
+    quantiles(ttft, nt, r->ttft);
+    quantiles(tpot, np, r->tpot);
+    quantiles(e2e, ne, r->e2e);
+    free(ttft);
+    free(tpot);
+    free(e2e);
+    double sec = mp_seconds(T);
+    r->mean_inflight = sec > 0 ? inflight / sec : 0;
+    r->mean_in_system = sec > 0 ? in_system / sec : 0;
+    r->tokens_per_s = sec > 0 ? r->output_tokens / sec : 0;
+    r->requests_per_s = sec > 0 ? r->completed / sec : 0;
+    r->little_window_s = mp_seconds(t1 - t0);
+    if (t1 > t0) {
+        r->little_rate = (s->n_req - 1) / r->little_window_s;
+        r->little_latency_s = window_lat / s->n_req;
+        r->little_in_system = window_in / r->little_window_s;
+    }
+    for (int st = 0; st < s->stages; st++) {
+        struct serve_stage_report *x = &r->stage[st];
+        if (x->first_start < 0) x->first_start = 0;
+        double f = x->free_bytes > 0 ? x->kv_peak / x->free_bytes : 0;
+        if (f > r->kv_peak_fraction) r->kv_peak_fraction = f;
+    }
+}
+
+/* ---- the front door ----------------------------------------------------- */
+
+static int setup(struct serve *s, struct mp_error *err)
+{
+    const struct config *c = &s->cfg;
+    int rc = serve_check_config(c, err);
+    if (rc) return rc;
+    rc = plan_run(&s->pr, c, err);
+    s->has_plan = true;
+    if (rc) return rc;
+    const struct plan *pl = &s->pr.plan;
+    s->stages = pl->stages;
+    if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
+    char path[1024];
+    if ((rc = config_resolve(c, c->hardware.system, "hardware/systems", ".ini", path,
+                             sizeof path, err)) ||
+        (rc = system_load(&s->sys, path, c->hardware.nodes, s->stages, &s->catalog, err)))
+        return rc;
+    s->has_sys = true;
+    s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
+    for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
+    price_layers(s);
+    build_hops(s);
+    s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
+    struct serve_result *r = &s->res;
+    r->stages = s->stages;
+    r->slots = s->slots;
+    r->micro_batch = c->inference.micro_batch;
+    r->stage = mp_xcalloc((size_t)s->stages, sizeof *r->stage);
+    for (int st = 0; st < s->stages; st++)
+        r->stage[st] = (struct serve_stage_report){
+            .index = st, .chip = s->stage_chip[st], .layer_first = pl->stage[st].first,
+            .layer_last = pl->stage[st].last, .first_start = -1,
+            .weights = pl->stage[st].weights,
+            .free_bytes = pl->p.chip_mem - pl->stage[st].weights,
+        };
+    rc = c->inference.arrivals == ARRIVALS_TRACE ? trace_requests(s, err) : poisson_requests(s);
+    if (rc) return rc;
+    r->requests = s->n_req;
+    /* A request that cannot fit even alone would wait for ever. */
+    for (int i = 0; i < s->n_req; i++)
+        for (int st = 0; st < s->stages; st++) {
+            double need = request_need(s, &s->req[i], st);
+            if (need > r->stage[st].free_bytes)
+                return mp_fail(err, MP_ERR_INFEASIBLE,
+                               "request %d (%d + %d tokens) needs %.2f GB of KV/state on "
+                               "stage %d, which has %.2f GB free after its weights", i,
+                               s->req[i].prompt, s->req[i].output, need / 1e9, st,
+                               r->stage[st].free_bytes / 1e9);
+        }
+    return MP_OK;
+}
+
+int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->cfg = *cfg;
+    double t0 = now_seconds();
+    gsl_set_error_handler_off();
+    int rc = config_check(&s->cfg, err);
+    if (!rc) rc = setup(s, err);
+    if (rc) return rc;
+
+    int S = s->stages, K = s->slots, mb = s->cfg.inference.micro_batch;
+    eventq_init(&s->q);
+    s->slot = mp_xcalloc((size_t)K, sizeof *s->slot);
+    s->members = mp_xcalloc((size_t)K * mb, sizeof *s->members);
+    s->waiting = mp_xcalloc((size_t)s->n_req, sizeof *s->waiting);
+    s->stage_queue = mp_xcalloc((size_t)S * K, sizeof *s->stage_queue);
+    s->sq_head = mp_xcalloc((size_t)S, sizeof *s->sq_head);
+    s->sq_n = mp_xcalloc((size_t)S, sizeof *s->sq_n);
+    s->stage_busy = mp_xcalloc((size_t)S, sizeof *s->stage_busy);
+    s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
+    s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
+    kv_log(s, 0);
+    /* All arrivals go in up front: the heap holds them, and the loop stays
+     * free of allocation. */
+    for (int i = 0; i < s->n_req; i++) schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
+    if (s->cfg.inference.horizon > 0) schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
+    s->res.events = eventq_run(&s->q, handle, s);
+    fold(s);
+    s->res.sim_wall_s = now_seconds() - t0;
+    return MP_OK;
+}
+
+void serve_release(struct serve *s)
+{
+    if (s->has_plan) plan_run_release(&s->pr);
+    if (s->has_sys) system_release(&s->sys);
+    chip_catalog_release(&s->catalog);
+    if (s->slot) eventq_release(&s->q);
+    free(s->stage_chip);
+    free(s->layers);
+    free(s->layer_off);
+    free(s->hop);
+    free(s->hop_bw);
+    free(s->hop_route_off);
+    free(s->hop_route);
+    free(s->req);
+    free(s->slot);
+    free(s->members);
+    free(s->waiting);
+    free(s->stage_queue);
+    free(s->sq_head);
+    free(s->sq_n);
+    free(s->stage_busy);
+    free(s->link_free);
+    free(s->kv_used);
+    free(s->res.kv_log);
+    free(s->res.stage);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,171 @@
+/* serve.h — inference serving through a pipeline of chips: requests arrive,
+ * are admitted when their KV cache fits, prefill and decode in microbatches
+ * that flow stage to stage, and leave when their last token is out.
+ *
+ * Design: a discrete-event loop on the event queue (sim/eventq.h) directly,
+ * not the task graph. Serving decides at run time what each microbatch holds
+ * (who is admitted, how much of a prompt fits the token budget), so the work
+ * cannot be laid out as a graph beforehand. The loop keeps the engine's rules:
+ * integer picoseconds, events ordered by (time, priority, sequence), one
+ * gsl_rng seeded from run.seed, nothing allocated per event.
+ *
+ * The machine: the stages of `mpsim plan` (or parallel.pp even slices), one
+ * chip each, consecutive chips of the system. A stage's compute stream runs one
+ * microbatch at a time, first come first served. Hand-offs follow the system's
+ * route between consecutive chips: latency + bytes / bandwidth, the link busy
+ * for the bytes' serialisation only (latency is propagation, so back-to-back
+ * hand-offs overlap their latencies). After the last stage the sampled tokens
+ * go back to stage 0 in one hop (the cost of the last hand-off's route with
+ * 4 bytes per token); with one stage there is no hop.
+ *
+ * Microbatches: `inflight` slots (default: one per stage) circulate. A request
+ * joins one slot when admitted and stays with it to the end, because its next
+ * token needs its previous one. When a slot is back at stage 0 it forms its
+ * next pass: every member in decode adds one token; members still in prefill
+ * add their prompt (chunked prefill: as much as the token budget leaves;
+ * otherwise the whole rest, if it fits the budget or the pass is empty); then
+ * free seats (micro_batch) are filled from the waiting queue in arrival order.
+ * A slot with nothing to carry waits at stage 0; an arrival wakes it.
+ *
+ * Memory: on admission a request reserves, on every stage, KV for prompt +
+ * output tokens of each full-attention layer and the recurrent state of each
+ * linear-attention layer; it frees them when done. Admission is first come
+ * first served: when the head of the queue does not fit, everyone waits
+ * (no preemption). Free memory per chip = capacity − weights.
+ *
+ * Costs of one pass on a stage, per layer, roofline (chip_op_time): matmul
+ * FLOPs 2 × tokens × active parameters; attention 4 × heads × d × Σ tokens ×
+ * (cached + tokens) for full attention, 4 × tokens × heads × d² for linear;
+ * bytes: the weights the tokens reach (MoE: experts hit under uniform
+ * routing), the KV cache read, linear state read and written, activations in
+ * and out. The LM head runs only for requests that emit a token this pass.
+ * A token is emitted when its pass leaves the last stage: TTFT = that time −
+ * arrival; TPOT = (done − first token) / (output − 1). */
+#ifndef MPSIM_SERVE_H
+#define MPSIM_SERVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chip.h"
+#include "common.h"
+#include "config.h"
+#include "eventq.h"
+#include "plan.h"
+#include "system.h"
+
+struct serve_request {
+    mp_time arrival, admitted, first_token, done; /* -1 until reached */
+    int prompt, output;       /* tokens */
+    int prefilled, generated; /* progress */
+    int slot;                 /* microbatch slot while admitted, else -1 */
+    int chunk;                /* tokens it carries in its slot's current pass */
+};
+
+/* One request's share of a pass, for pricing. */
+struct serve_item {
+    int tokens;   /* tokens processed this pass */
+    int past;     /* tokens already in its KV cache */
+    bool emits;   /* this pass ends with a sampled token (LM head runs) */
+};
+
+struct serve_stage_report {
+    int index, chip;
+    int layer_first, layer_last; /* model layers (0 embedding, L+1 head) */
+    mp_time busy, first_start, last_end;
+    uint64_t passes;
+    double weights;     /* bytes */
+    double free_bytes;  /* capacity − weights: room for KV and state */
+    double kv_peak;     /* bytes of KV + state at the peak */
+};
+
+struct serve_kv_point { mp_time t; double bytes; };
+
+struct serve_result {
+    int stages, slots, micro_batch;
+    int requests;            /* generated or read */
+    int completed, admitted;
+    int max_inflight;        /* admitted and not done, at most */
+    int max_waiting;         /* arrived and not admitted, at most */
+    uint64_t kv_blocked;     /* admissions refused because memory was full */
+    mp_time makespan;        /* last completion, or the horizon when cut */
+    double mean_inflight, mean_in_system; /* time averages over the makespan */
+    double output_tokens, prompt_tokens;
+    double tokens_per_s;     /* output tokens / makespan */
+    double requests_per_s;   /* completed / makespan */
+    /* Seconds at p50, p90, p99, and the mean, over completed requests. */
+    double ttft[4], tpot[4], e2e[4];
+    /* Little's law over the arrival window [first, last arrival]: arrival
+     * rate, mean end-to-end latency of its requests, mean in system. */
+    double little_window_s, little_rate, little_latency_s, little_in_system;
+    double kv_peak_bytes;    /* summed over stages */
+    double kv_peak_fraction; /* highest stage's peak / its free bytes */
+    struct serve_kv_point *kv_log; /* total KV + state in use after each change */
+    int n_kv_log, cap_kv_log;
+    uint64_t events;
+    double sim_wall_s;
+    struct serve_stage_report *stage; /* [stages] */
+};
+
+/* Per layer of a stage, what pricing needs (filled by serve_run). */
+struct serve_layer;
+struct serve_slot;
+
+struct serve {
+    struct config cfg;
+    struct plan_run pr;        /* model, chip, placement */
+    bool has_plan;
+    struct chip_catalog catalog;
+    struct system sys;
+    bool has_sys;
+    int stages, slots;
+    int *stage_chip;           /* [stages] */
+    struct serve_layer *layers; /* all stages' layers, in order */
+    int *layer_off;            /* [stages + 1] into layers */
+    mp_time *hop;              /* [stages] latency of hand-off s → s+1 (last: return) */
+    double *hop_bw;            /* [stages] slowest link's bytes/s on that route */
+    int *hop_route_off, *hop_route;   /* links of each hand-off route */
+    struct serve_request *req;
+    int n_req;
+    struct serve_result res;
+    /* Run state (serve.c). */
+    struct eventq q;
+    struct serve_slot *slot;
+    int *members;              /* [slots × micro_batch] request ids */
+    int *waiting;              /* FIFO ring of request ids */
+    int wait_head, wait_n;
+    int *stage_queue;          /* [stages × slots] FIFO ring per stage */
+    int *sq_head, *sq_n;
+    bool *stage_busy;
+    mp_time *link_free;        /* per system link */
+    double *kv_used;           /* [stages] */
+    int inflight, next_arrival;
+};
+
+/* Simulate serving the scenario (its [inference] section). `cfg` is copied.
+ * MP_ERR_INPUT for bad keys, trace rows or lengths beyond context_len;
+ * MP_ERR_INFEASIBLE when the model does not fit (from the plan) or a request
+ * could never be admitted. Always call serve_release afterwards. */
+int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err);
+void serve_release(struct serve *s);
+
+/* Cross-key checks of [inference] (ranges are in the key table). */
+int serve_check_config(const struct config *cfg, struct mp_error *err);
+
+/* Compute time of one pass on `stage` for `n` items (pricing above). */
+mp_time serve_stage_time(const struct serve *s, int stage, const struct serve_item *items,
+                         int n);
+
+/* Hand-off of `tokens` tokens' activations from `stage` to stage + 1 on idle
+ * links; for the last stage, the return of `tokens` sampled tokens to stage 0. */
+mp_time serve_hop_time(const struct serve *s, int stage, int tokens);
+
+/* The summary for people, and the JSON object of DESIGN.md §4 (step_time_s =
+ * makespan, tokens_per_s = output tokens/s, ttft_p50_s, ttft_p99_s,
+ * tpot_p50_s, requests_completed, max_inflight, stages[...]) plus serving
+ * extras (latency quantiles, KV over time, Little's law figures). */
+void serve_report_text(FILE *f, const struct serve *s);
+void serve_report_json(FILE *f, const struct serve *s);
+
+#endif
