@@ -1,0 +1,90 @@
+/* cli_search.c — `mpsim search`: the best layouts of a scenario's model on
+ * a number of chips (search.h). */
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "cost.h"
+#include "search.h"
+#include "units.h"
+
+static const char search_usage_text[] =
+    "usage: mpsim search SCENARIO.ini --chips N [options]\n"
+    "\n"
+    "Takes the model, system, sequence length and global batch from the scenario,\n"
+    "enumerates every layout of N chips (tp within a node, pp, dp, ep for MoE,\n"
+    "micro_batch, schedule, vpp, recompute, ZeRO stage), drops duplicates, layouts\n"
+    "the schedule's rules refuse and layouts a lower bound of memory says cannot\n"
+    "fit, simulates the rest op by op and prints the best.\n"
+    "\n"
+    "  --chips N            chips to lay out (required)\n"
+    "  --top N              how many to print (default 10)\n"
+    "  --metric M           rank by tokens_per_s (default), step_time_s, mfu, bubble,\n"
+    "                       peak_mem_bytes or usd_per_mtok\n"
+    "  --schedules a,b,...  schedules to try (default 1f1b,interleaved,zb-h1,zb-h2,gpipe)\n"
+    "  --max-micro-batch N  largest micro_batch tried (default 8)\n"
+    "  --max-vpp N          largest vpp for interleaved (default 8)\n"
+    "  --jobs N             threads (default: the number of cores)\n"
+    "  --set key=value      override a scenario key (repeatable)\n"
+    "  --tokens N           token budget for cost figures (default 1T)\n"
+    "  --quiet              no progress on stderr\n";
+
+int cli_search(int argc, char **argv)
+{
+    const char *scenario = NULL;
+    struct search_options opt = { .progress = stderr };
+    int top = 10;
+    struct mp_error err = { 0 };
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        long long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(search_usage_text, stdout);
+            return MP_OK;
+        } else if (!strcmp(a, "--quiet")) {
+            opt.progress = NULL;
+        } else if (!strcmp(a, "--chips") || !strcmp(a, "--top") || !strcmp(a, "--jobs") ||
+                   !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp")) {
+            if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
+            if (units_parse_int(argv[++i], 1, 10000000, &n))
+                return cli_usage_error("search: expected a whole number ≥ 1, got '%s'", argv[i]);
+            if (!strcmp(a, "--chips")) opt.chips = (int)n;
+            else if (!strcmp(a, "--top")) top = (int)n;
+            else if (!strcmp(a, "--jobs")) opt.jobs = (int)n;
+            else if (!strcmp(a, "--max-micro-batch")) opt.max_micro_batch = (int)n;
+            else opt.max_vpp = (int)n;
+        } else if (!strcmp(a, "--metric") || !strcmp(a, "--schedules") || !strcmp(a, "--set") ||
+                   !strcmp(a, "--tokens")) {
+            if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--metric")) opt.metric = v;
+            else if (!strcmp(a, "--schedules")) opt.schedules = v;
+            else if (!strcmp(a, "--tokens") && cost_parse_tokens(v, &opt.token_budget))
+                return cli_usage_error("search: --tokens: expected a token count such as 1T, "
+                                       "got '%s'", v);
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("search: unknown option '%s' (see mpsim search --help)", a);
+        } else if (scenario) {
+            return cli_usage_error("search: one scenario at a time (extra argument '%s')", a);
+        } else {
+            scenario = a;
+        }
+    }
+    if (!scenario)
+        return cli_usage_error("%s", "search: which scenario? usage: mpsim search SCENARIO.ini "
+                                     "--chips N");
+    if (!opt.chips) return cli_usage_error("%s", "search: --chips N is required");
+    struct config base;
+    config_defaults(&base);
+    if (config_load(&base, scenario, &err)) return cli_fail(&err);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--set") && config_set(&base, argv[i + 1], "--set", &err))
+            return cli_fail(&err);
+    struct search_result res;
+    if (search_run(&base, &opt, &res, &err)) return cli_fail(&err);
+    search_print(stdout, &res, &opt, top);
+    int rc = res.feasible ? MP_OK : MP_ERR_INFEASIBLE;
+    if (!res.feasible) fprintf(stderr, "mpsim: infeasible: no layout of %d chips fits\n", opt.chips);
+    search_result_release(&res);
+    return rc;
+}

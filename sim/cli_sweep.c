@@ -1,0 +1,199 @@
+/* cli_sweep.c — `mpsim sweep`: a grid of configurations of one scenario,
+ * one CSV row each (sweep.h), then optionally the best of them and the
+ * Pareto front. Every argument is checked before the first point runs. */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+#include "cost.h"
+#include "sweep.h"
+#include "units.h"
+
+static const char sweep_usage_text[] =
+    "usage: mpsim sweep SCENARIO.ini --vary section.key=VALUES [--vary ...] --out OUT.csv\n"
+    "                   [options]\n"
+    "\n"
+    "Simulates every point of the grid (the product of the --vary lists; the first\n"
+    "--vary is the outermost loop) and writes one CSV row per point: the varied keys,\n"
+    "then " SWEEP_METRIC_COLUMNS ",\n"
+    "feasible and reason.\n"
+    "\n"
+    "VALUES is a comma-separated list; for numeric keys an item may be a range:\n"
+    "  A..B*K   multiply by K while ≤ B   parallel.pp=1..64*2   → 1,2,4,8,16,32,64\n"
+    "  A..B+S   add S while ≤ B           training.micro_batch=8..64+8 → 8,16,...,64\n"
+    "  A..B     add 1                     parallel.vpp=1..4     → 1,2,3,4\n"
+    "and items mix: parallel.tp=1,2..8*2 → 1,2,4,8.\n"
+    "\n"
+    "  --out OUT.csv      where the rows go (required). Rows are appended to\n"
+    "                     OUT.csv.partial in grid order as points finish, and the\n"
+    "                     file is renamed to OUT.csv when the last one is written\n"
+    "  --resume           carry on from OUT.csv.partial after a kill: finished points\n"
+    "                     are not run again; the result is byte-identical\n"
+    "  --jobs N           worker threads (default: the number of cores)\n"
+    "  --set key=value    override one scenario key for every point (repeatable)\n"
+    "  --tokens N         token budget for budget_chip_hours (default 1T)\n"
+    "  --best METRIC      print the top configurations by METRIC, and what each\n"
+    "                     neighbour of the best lost by (bubble, comm, compute, memory)\n"
+    "  --top N            how many --best prints (default 5)\n"
+    "  --pareto X,Y       print the Pareto front of two columns (e.g.\n"
+    "                     usd_per_mtok,step_time_s); tokens_per_s and mfu are better\n"
+    "                     higher, every other column lower\n"
+    "  --quiet            no progress on stderr (the closing summary stays)\n"
+    "\n"
+    "Progress goes to stderr: a bar when it is a terminal, else a line per 10%.\n"
+    "exit status: 0 done (infeasible points are rows, not failures); 2 bad input,\n"
+    "before any point runs.\n";
+
+static int need_value(int argc, char **argv, int i)
+{
+    if (i + 1 >= argc) return cli_usage_error("sweep: %s needs a value", argv[i]);
+    return MP_OK;
+}
+
+/* A --pareto or --best column must be a metric or a varied key. */
+static int check_column(const struct sweep_grid *g, const char *name, const char *flag)
+{
+    if (sweep_is_metric(name)) return MP_OK;
+    for (int a = 0; a < g->n_axes; a++) {
+        const char *full = g->axis[a].key->name;
+        if (!strcmp(full, name) || !strcmp(strchr(full, '.') + 1, name)) return MP_OK;
+    }
+    fprintf(stderr, "mpsim: %s: '%s' is not a column of this sweep; metrics are %s, "
+                    "or a varied key\n", flag, name, SWEEP_METRIC_COLUMNS);
+    return MP_ERR_INPUT;
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    const char *scenario = NULL, *best = NULL, *pareto = NULL;
+    struct sweep_options opt = { .progress = stderr, .progress_tty = isatty(2) };
+    int top = 5;
+    bool quiet = false;
+    struct mp_error err = { 0 };
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(sweep_usage_text, stdout);
+            return MP_OK;
+        } else if (!strcmp(a, "--resume")) {
+            opt.resume = true;
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = true;
+        } else if (!strcmp(a, "--vary") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
+                   !strcmp(a, "--jobs") || !strcmp(a, "--tokens") || !strcmp(a, "--best") ||
+                   !strcmp(a, "--top") || !strcmp(a, "--pareto")) {
+            if (need_value(argc, argv, i)) return MP_ERR_INPUT;
+            const char *v = argv[++i];
+            long long n;
+            if (!strcmp(a, "--out")) opt.out = v;
+            else if (!strcmp(a, "--best")) best = v;
+            else if (!strcmp(a, "--pareto")) pareto = v;
+            else if (!strcmp(a, "--jobs")) {
+                if (units_parse_int(v, 1, 4096, &n))
+                    return cli_usage_error("sweep: --jobs: expected a whole number from 1 to "
+                                           "4096, got '%s'", v);
+                opt.jobs = (int)n;
+            } else if (!strcmp(a, "--top")) {
+                if (units_parse_int(v, 1, 1000000, &n))
+                    return cli_usage_error("sweep: --top: expected a whole number ≥ 1, got '%s'",
+                                           v);
+                top = (int)n;
+            } else if (!strcmp(a, "--tokens") && cost_parse_tokens(v, &opt.token_budget)) {
+                return cli_usage_error("sweep: --tokens: expected a token count > 0 such as "
+                                       "1T, 300B or 1e12, got '%s'", v);
+            }
+        } else if (a[0] == '-' && a[1]) {
+            return cli_usage_error("sweep: unknown option '%s' (see mpsim sweep --help)", a);
+        } else if (scenario) {
+            return cli_usage_error("sweep: one scenario at a time (extra argument '%s')", a);
+        } else {
+            scenario = a;
+        }
+    }
+    if (!scenario)
+        return cli_usage_error("%s", "sweep: which scenario? usage: mpsim sweep SCENARIO.ini "
+                                     "--vary key=v1,v2 --out OUT.csv");
+    if (!opt.out) return cli_usage_error("%s", "sweep: --out OUT.csv is required");
+
+    struct config base;
+    config_defaults(&base);
+    if (config_load(&base, scenario, &err)) return cli_fail(&err);
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--set") && config_set(&base, argv[i + 1], "--set", &err))
+            return cli_fail(&err);
+
+    struct sweep_grid g;
+    sweep_grid_init(&g);
+    int rc = MP_OK;
+    for (int i = 0; i < argc && !rc; i++) {
+        if (strcmp(argv[i], "--vary")) {
+            if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--out") ||
+                !strcmp(argv[i], "--jobs") || !strcmp(argv[i], "--tokens") ||
+                !strcmp(argv[i], "--best") || !strcmp(argv[i], "--top") ||
+                !strcmp(argv[i], "--pareto"))
+                i++;
+            continue;
+        }
+        rc = sweep_grid_add(&g, &base, argv[++i], &err);
+        if (rc) rc = cli_fail(&err);
+    }
+    if (!rc && g.n_axes == 0)
+        rc = cli_usage_error("%s", "sweep: nothing varies; give at least one --vary "
+                                   "section.key=v1,v2,...");
+    /* --set of a varied key would be silently overridden by every point. */
+    for (int i = 0; i < argc && !rc; i++) {
+        if (strcmp(argv[i], "--set")) continue;
+        const char *s = argv[++i];
+        size_t n = strcspn(s, "=");
+        for (int a = 0; a < g.n_axes && !rc; a++)
+            if (strlen(g.axis[a].key->name) == n && !strncmp(g.axis[a].key->name, s, n))
+                rc = cli_usage_error("sweep: %s is both --set and --vary; keep one",
+                                     g.axis[a].key->name);
+    }
+    if (!rc && best) rc = check_column(&g, best, "--best");
+    if (!rc && pareto) {
+        char x[128];
+        const char *comma = strchr(pareto, ',');
+        if (!comma) {
+            rc = cli_usage_error("sweep: --pareto '%s': expected two columns X,Y such as "
+                                 "usd_per_mtok,step_time_s", pareto);
+        } else {
+            snprintf(x, sizeof x, "%.*s", (int)(comma - pareto), pareto);
+            rc = check_column(&g, x, "--pareto");
+            if (!rc) rc = check_column(&g, comma + 1, "--pareto");
+        }
+    }
+    if (rc) {
+        sweep_grid_release(&g);
+        return rc;
+    }
+
+    if (quiet) opt.progress = NULL;
+    opt.best_metric = best && sweep_is_metric(best) ? best : "tokens_per_s";
+    struct sweep_stats st;
+    rc = sweep_run(&g, &base, &opt, &st, &err);
+    if (rc) {
+        sweep_grid_release(&g);
+        return cli_fail(&err);
+    }
+    fprintf(stderr, "sweep: %lld points (%lld resumed, %lld simulated, %lld feasible) in "
+                        "%.2f s, %.1f points/s → %s\n", st.points, st.resumed, st.simulated,
+                st.feasible, st.wall_s, st.wall_s > 0 ? st.simulated / st.wall_s : 0, opt.out);
+    if (best || pareto) {
+        struct sweep_table t;
+        if ((rc = sweep_table_load(&t, opt.out, &err)) == MP_OK) {
+            if (best) rc = sweep_print_best(stdout, &t, g.n_axes, best, top, &err);
+            if (!rc && pareto) {
+                if (best) fputc('\n', stdout);
+                rc = sweep_print_pareto(stdout, &t, g.n_axes, pareto, &err);
+            }
+            sweep_table_release(&t);
+        }
+        if (rc) rc = cli_fail(&err);
+    }
+    sweep_grid_release(&g);
+    return rc;
+}

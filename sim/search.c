@@ -1,0 +1,470 @@
+/* search.c — enumerate layouts, prune by rules and memory, simulate the
+ * rest on threads, rank; see search.h. */
+#include "search.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <gsl/gsl_errno.h>
+
+#include "cost.h"
+#include "model.h"
+#include "schedule.h"
+#include "sim.h"
+#include "sweep.h"
+#include "system.h"
+
+/* The bytes per parameter sim.c charges (mixed-precision Adam: fp32
+ * gradients, fp32 master weights and two moments). The bound must not
+ * exceed what the simulator counts; check_search holds it against
+ * simulated peaks so a change there shows up. */
+#define GRAD_BYTES 4.0
+#define OPTIMIZER_BYTES 12.0
+
+#define DEFAULT_SCHEDULES "1f1b,interleaved,zb-h1,zb-h2,gpipe"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- the memory bound ---------------------------------------------------- */
+
+/* Sum of params and activation bytes (per chip of the TP group, one
+ * microbatch) over layers lo..hi. */
+static void layer_sums(const struct model *m, const struct config *cfg, int lo, int hi,
+                       double *params, double *act)
+{
+    struct cost_params cp = {
+        .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
+        .tp = cfg->parallel.tp, .sp = cfg->parallel.sp, .recompute = cfg->training.recompute,
+        .weight_bits = cfg->model.weight_bits, .activation_bits = cfg->model.activation_bits,
+    };
+    *params = *act = 0;
+    for (int l = lo; l <= hi; l++) {
+        struct layer_cost lc;
+        model_layer_cost(m, l, &cp, &lc);
+        *params += lc.params;
+        *act += lc.act_bytes;
+    }
+}
+
+static double static_bytes(const struct config *cfg, double params)
+{
+    int dp = cfg->parallel.dp, z = cfg->training.zero;
+    double w = params * cfg->model.weight_bits / 8.0, g = params * GRAD_BYTES;
+    double o = params * OPTIMIZER_BYTES;
+    if (z >= 1) o /= dp;
+    if (z >= 2) g /= dp;
+    if (z >= 3) w /= dp;
+    return w + g + o;
+}
+
+/* sim.c's split of `n` decoders over `stages`: n / stages each, the
+ * remainder one each to the stages after the first (which also holds the
+ * embedding). Layer indices: 0 embedding, 1..n decoders, n + 1 head. */
+static void stage_layers(int n, int stages, int s, int *lo, int *hi)
+{
+    int base = n / stages, rem = n % stages;
+    int first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
+    int count = stages == 1 ? n : base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    *lo = s == 0 ? 0 : 1 + first;
+    *hi = s == stages - 1 ? n + 1 : first + count;
+}
+
+/* Two lower bounds of the busiest chip's peak, the larger wins:
+ *  - the average chip: every parameter and every stashed activation lives
+ *    on some pipeline device, so max ≥ mean = total / pp (plus, for GPipe,
+ *    all m microbatches' activations at once);
+ *  - without interleaving, each device d under the stage split sim.c uses,
+ *    holding what the schedule must stash before d's first backward: all m
+ *    microbatches under GPipe; min(p − d, m) under 1F1B, ZB-H1 and ZB-H2,
+ *    which all run p − d forwards on device d before its first backward. */
+static double memory_bound(const struct model *m, const struct config *cfg)
+{
+    int pp = cfg->parallel.pp, mb = config_microbatches(cfg);
+    const char *sch = cfg->training.schedule;
+    bool gpipe = !strcmp(sch, "gpipe");
+    bool ofob = !strcmp(sch, "1f1b") || !strcmp(sch, "zb-h1") || !strcmp(sch, "zb-h2");
+    double params, act;
+    layer_sums(m, cfg, 0, m->n_layers - 1, &params, &act);
+    double held = gpipe ? mb : 1;
+    double best = static_bytes(cfg, params / pp) + held * act / pp;
+    if ((!gpipe && !ofob) || cfg->parallel.vpp != 1) return best;
+    for (int d = 0; d < pp; d++) {
+        int lo, hi;
+        stage_layers(m->decoders, pp, d, &lo, &hi);
+        layer_sums(m, cfg, lo, hi, &params, &act);
+        int k = gpipe ? mb : (pp - d < mb ? pp - d : mb);
+        double need = static_bytes(cfg, params) + k * act;
+        if (need > best) best = need;
+    }
+    return best;
+}
+
+int search_memory_bound(const struct config *cfg, double *bytes, struct mp_error *err)
+{
+    char path[1024];
+    struct model m;
+    *bytes = 0;
+    if (cfg->model.kind != MODEL_TRANSFORMER) return MP_OK;
+    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
+    if (!rc) rc = model_load(&m, path, err);
+    if (rc) return rc;
+    *bytes = memory_bound(&m, cfg);
+    model_release(&m);
+    return MP_OK;
+}
+
+/* ---- enumeration --------------------------------------------------------- */
+
+/* Candidates that differ only in recompute share a group, in the order
+ * none, selective, full: recompute only adds work, so once one of them
+ * fits, the ones after it cannot be faster and are not simulated. */
+struct cand {
+    struct config cfg;
+    double bound;
+    int group;
+};
+
+struct list {
+    struct cand *c;
+    int n, cap;
+};
+
+static bool in_list(const char *csv, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = csv; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return true;
+        p += len;
+        if (*p) p++;
+    }
+    return false;
+}
+
+struct enum_ctx {
+    const struct search_options *opt;
+    const struct model *m;
+    double capacity;
+    struct search_result *res;
+    struct list *out;
+    int group;
+};
+
+/* The innermost loops: schedule (with vpp), recompute, ZeRO. */
+static void enum_tail(struct enum_ctx *x, struct config c)
+{
+    const char *schedules = x->opt->schedules ? x->opt->schedules : DEFAULT_SCHEDULES;
+    int max_vpp = x->opt->max_vpp > 0 ? x->opt->max_vpp : 8;
+    int L = x->m->decoders, pp = c.parallel.pp, dp = c.parallel.dp;
+    for (int k = 0; schedule_kinds[k]; k++) {
+        const struct schedule_kind *kind = schedule_kinds[k];
+        if (!in_list(schedules, kind->name)) continue;
+        bool interleaved = !strcmp(kind->name, "interleaved");
+        for (int v = 1; v <= (interleaved ? max_vpp : 1); v *= 2) {
+            if (interleaved && v == 1) continue; /* that is 1f1b */
+            for (int z = 0; z <= 3; z++) {
+                x->group++;
+                for (int rec = RECOMPUTE_NONE; rec <= RECOMPUTE_FULL; rec++) {
+                    x->res->enumerated++;
+                    /* Same run as another layout: not even counted as pruned. */
+                    if ((dp == 1 && z > 0) || (pp == 1 && strcmp(kind->name, "1f1b"))) {
+                        x->res->duplicates++;
+                        continue;
+                    }
+                    snprintf(c.training.schedule, sizeof c.training.schedule, "%s", kind->name);
+                    c.parallel.vpp = v;
+                    c.training.recompute = rec;
+                    c.training.zero = z;
+                    struct pipe_shape shape = { .devices = pp,
+                                                .microbatches = config_microbatches(&c),
+                                                .chunks = v, .layers = L };
+                    struct mp_error e;
+                    if (pp * v > L || (kind->check && kind->check(&shape, &e))) {
+                        x->res->rule_pruned++;
+                        continue;
+                    }
+                    double bound = memory_bound(x->m, &c);
+                    if (bound > x->capacity) {
+                        x->res->mem_pruned++;
+                        continue;
+                    }
+                    MP_GROW(x->out->c, x->out->cap, x->out->n + 1);
+                    x->out->c[x->out->n++] = (struct cand){ c, bound, x->group };
+                }
+            }
+        }
+    }
+}
+
+static void enumerate(struct enum_ctx *x, const struct config *base, int chips_per_node)
+{
+    const struct model *m = x->m;
+    int N = x->opt->chips, gb = base->training.global_batch;
+    int max_mb = x->opt->max_micro_batch > 0 ? x->opt->max_micro_batch : 8;
+    for (int tp = 1; tp <= N && tp <= chips_per_node; tp *= 2) {
+        if (N % tp || (m->heads && m->heads % tp) || (m->kv_heads && m->kv_heads % tp && tp > m->kv_heads))
+            continue;
+        for (int pp = 1; pp <= N / tp && pp <= m->decoders; pp++) {
+            if ((N / tp) % pp) continue;
+            int dp = N / tp / pp;
+            if (gb % dp) continue;
+            int per = gb / dp;
+            for (int ep = 1; ep <= dp; ep *= 2) {
+                if (ep > 1 && (!m->experts || m->experts % ep || dp % ep)) break;
+                for (int mb = 1; mb <= max_mb && mb <= per; mb++) {
+                    if (per % mb) continue;
+                    struct config c = *base;
+                    c.parallel.tp = tp;
+                    c.parallel.pp = pp;
+                    c.parallel.dp = dp;
+                    c.parallel.ep = ep;
+                    c.training.micro_batch = mb;
+                    enum_tail(x, c);
+                }
+            }
+        }
+    }
+}
+
+/* ---- simulating the survivors ------------------------------------------- */
+
+struct pool {
+    const struct list *in;
+    const struct search_options *opt;
+    const char *metric;
+    struct search_hit *hit;
+    pthread_mutex_t mu;
+    int next, done;
+    FILE *progress;
+    int decile;
+    double t0;
+};
+
+static void fill_hit(struct search_hit *h, const struct cand *c, const struct sim *s, int rc,
+                     const struct mp_error *err, const char *metric)
+{
+    const struct config *cfg = &c->cfg;
+    memset(h, 0, sizeof *h);
+    h->tp = cfg->parallel.tp, h->pp = cfg->parallel.pp, h->dp = cfg->parallel.dp;
+    h->ep = cfg->parallel.ep, h->vpp = cfg->parallel.vpp;
+    h->micro_batch = cfg->training.micro_batch, h->recompute = cfg->training.recompute;
+    h->zero = cfg->training.zero;
+    snprintf(h->schedule, sizeof h->schedule, "%.31s", cfg->training.schedule);
+    h->mem_bound = c->bound;
+    h->feasible = rc == MP_OK;
+    const struct sim_result *r = &s->res;
+    if (r->stage) {
+        h->step_s = mp_seconds(r->step_time);
+        h->tokens_per_s = r->tokens_per_s;
+        h->mfu = r->mfu;
+        h->bubble = r->bubble;
+        for (int d = 0; d < r->stages; d++)
+            if (r->stage[d].peak_mem > h->peak_mem) h->peak_mem = r->stage[d].peak_mem;
+        h->usd_per_mtok = r->cost.basis != COST_UNKNOWN ? r->cost.usd_per_mtok : NAN;
+    }
+    if (!h->feasible)
+        snprintf(h->reason, sizeof h->reason, "%.199s",
+                 r->infeasible_reason[0] ? r->infeasible_reason : err->msg);
+    double v = NAN;
+    if (!strcmp(metric, "tokens_per_s")) v = h->tokens_per_s;
+    else if (!strcmp(metric, "step_time_s")) v = h->step_s;
+    else if (!strcmp(metric, "mfu")) v = h->mfu;
+    else if (!strcmp(metric, "bubble")) v = h->bubble;
+    else if (!strcmp(metric, "peak_mem_bytes")) v = h->peak_mem;
+    else if (!strcmp(metric, "usd_per_mtok")) v = h->usd_per_mtok;
+    h->metric = h->feasible ? v : NAN;
+}
+
+static void *search_worker(void *arg)
+{
+    struct pool *p = arg;
+    struct sim *s = mp_xcalloc(1, sizeof *s);
+    struct sim_options so = { .token_budget = p->opt->token_budget };
+    for (;;) {
+        /* One group at a time, so the skip below needs no lock. */
+        pthread_mutex_lock(&p->mu);
+        int first = p->next, end = first;
+        while (end < p->in->n && p->in->c[end].group == p->in->c[first].group) end++;
+        p->next = end;
+        pthread_mutex_unlock(&p->mu);
+        if (first >= p->in->n) break;
+        bool fits = false;
+        for (int i = first; i < end; i++) {
+            if (fits) {
+                p->hit[i].skipped = true;
+                continue;
+            }
+            struct mp_error err = { 0 };
+            int rc = sim_run(s, &p->in->c[i].cfg, &so, &err);
+            fill_hit(&p->hit[i], &p->in->c[i], s, rc, &err, p->metric);
+            sim_release(s);
+            fits = rc == MP_OK;
+        }
+        pthread_mutex_lock(&p->mu);
+        p->done = end;
+        int dec = (int)(10LL * p->done / p->in->n);
+        if (p->progress && dec > p->decile) {
+            p->decile = dec;
+            double el = now_s() - p->t0;
+            fprintf(p->progress, "search: %3d%%  %d/%d simulated, %.0f/s\n", dec * 10, p->done,
+                    p->in->n, el > 0 ? p->done / el : 0);
+            fflush(p->progress);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    free(s);
+    return NULL;
+}
+
+static int hit_sense;
+
+static int hit_cmp(const void *pa, const void *pb)
+{
+    const struct search_hit *a = pa, *b = pb;
+    bool an = isnan(a->metric), bn = isnan(b->metric);
+    if (an != bn) return an ? 1 : -1;
+    if (!an && a->metric != b->metric) return (a->metric > b->metric) == (hit_sense > 0) ? -1 : 1;
+    return (a->order > b->order) - (a->order < b->order);
+}
+
+int search_run(const struct config *base, const struct search_options *opt,
+               struct search_result *res, struct mp_error *err)
+{
+    memset(res, 0, sizeof *res);
+    double t0 = now_s();
+    gsl_set_error_handler_off();
+    const char *metric = opt->metric ? opt->metric : "tokens_per_s";
+    if (strcmp(metric, "tokens_per_s") && strcmp(metric, "step_time_s") && strcmp(metric, "mfu") &&
+        strcmp(metric, "bubble") && strcmp(metric, "peak_mem_bytes") &&
+        strcmp(metric, "usd_per_mtok"))
+        return mp_fail(err, MP_ERR_INPUT, "--metric '%s': expected tokens_per_s, step_time_s, "
+                       "mfu, bubble, peak_mem_bytes or usd_per_mtok", metric);
+    if (opt->chips < 1) return mp_fail(err, MP_ERR_INPUT, "--chips: expected a chip count ≥ 1");
+    if (base->model.kind != MODEL_TRANSFORMER)
+        return mp_fail(err, MP_ERR_INPUT, "search: needs a transformer model (model.kind = "
+                       "transformer and model.config), not a synthetic one");
+    const char *schedules = opt->schedules ? opt->schedules : DEFAULT_SCHEDULES;
+    for (const char *p = schedules; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        if (!schedule_find(name))
+            return mp_fail(err, MP_ERR_INPUT, "--schedules: unknown pipeline schedule '%s' "
+                           "(known: %s)", name, schedule_names());
+        p += len;
+        if (*p) p++;
+    }
+
+    char path[1024];
+    struct model m;
+    struct chip_catalog cat;
+    struct system sys;
+    int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
+    if (!rc) rc = model_load(&m, path, err);
+    if (rc) return rc;
+    if ((rc = chip_catalog_load_default(&cat, err))) {
+        model_release(&m);
+        return rc;
+    }
+    rc = config_resolve(base, base->hardware.system, "hardware/systems", ".ini", path,
+                        sizeof path, err);
+    if (!rc) rc = system_load(&sys, path, base->hardware.nodes, opt->chips, &cat, err);
+    if (rc) {
+        chip_catalog_release(&cat);
+        model_release(&m);
+        return rc;
+    }
+    res->capacity = sys.chip.mem_bytes;
+    snprintf(res->chip, sizeof res->chip, "%s", sys.chip.name);
+    int per_node = sys.chips_per_node;
+    system_release(&sys);
+    chip_catalog_release(&cat);
+
+    struct list cands = { 0 };
+    struct enum_ctx x = { .opt = opt, .m = &m, .capacity = res->capacity, .res = res,
+                          .out = &cands };
+    enumerate(&x, base, per_node);
+    model_release(&m);
+
+    struct pool p = { .in = &cands, .opt = opt, .metric = metric, .progress = opt->progress,
+                      .t0 = t0 };
+    p.hit = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.hit);
+    pthread_mutex_init(&p.mu, NULL);
+    int jobs = opt->jobs > 0 ? opt->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1) jobs = 1;
+    if (jobs > cands.n) jobs = cands.n;
+    pthread_t *tid = mp_xcalloc((size_t)(jobs ? jobs : 1), sizeof *tid);
+    int started = 0;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&tid[j], NULL, search_worker, &p) == 0) started++;
+    if (started == 0 && cands.n) search_worker(&p);
+    for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
+    pthread_mutex_destroy(&p.mu);
+    free(tid);
+    free(cands.c);
+
+    /* Keep the simulated ones. */
+    res->hit = p.hit;
+    for (int i = 0; i < cands.n; i++) {
+        if (p.hit[i].skipped) {
+            res->slower_skipped++;
+            continue;
+        }
+        res->hit[res->n_hits++] = p.hit[i];
+        res->feasible += p.hit[i].feasible;
+    }
+    /* qsort is not stable: ties go by enumeration order, so output is
+     * the same for any --jobs. */
+    hit_sense = sweep_metric_sense(metric);
+    for (int i = 0; i < res->n_hits; i++) res->hit[i].order = i;
+    qsort(res->hit, (size_t)res->n_hits, sizeof *res->hit, hit_cmp);
+    res->wall_s = now_s() - t0;
+    return MP_OK;
+}
+
+void search_result_release(struct search_result *res)
+{
+    free(res->hit);
+    memset(res, 0, sizeof *res);
+}
+
+static const char *recompute_name(int r)
+{
+    return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
+}
+
+void search_print(FILE *f, const struct search_result *res, const struct search_options *opt,
+                  int top)
+{
+    const char *metric = opt->metric ? opt->metric : "tokens_per_s";
+    fprintf(f, "best %d of %lld feasible layouts on %d × %s by %s:\n",
+            top < res->feasible ? top : (int)res->feasible, res->feasible, opt->chips, res->chip,
+            metric);
+    fprintf(f, "%4s %3s %3s %5s %3s %3s %3s %-12s %-9s %4s %10s %12s %6s %7s %9s %8s\n", "rank",
+            "tp", "pp", "dp", "ep", "vpp", "mb", "schedule", "recompute", "zero", "step_s",
+            "tokens/s", "MFU%", "bubble", "peak_GB", "$/Mtok");
+    for (int i = 0; i < res->n_hits && i < top && res->hit[i].feasible; i++) {
+        const struct search_hit *h = &res->hit[i];
+        fprintf(f, "%4d %3d %3d %5d %3d %3d %3d %-12s %-9s %4d %10.4f %12.6g %6.2f %7.4f %9.2f "
+                   "%8.4g\n", i + 1, h->tp, h->pp, h->dp, h->ep, h->vpp, h->micro_batch,
+                h->schedule, recompute_name(h->recompute), h->zero, h->step_s, h->tokens_per_s,
+                100 * h->mfu, h->bubble, h->peak_mem / 1e9, h->usd_per_mtok);
+    }
+    long long simulated = res->n_hits;
+    fprintf(f, "\n%lld layouts enumerated: %lld duplicates, %lld refused by schedule rules, "
+               "%lld cannot fit (memory bound > %.0f GB), %lld slower than the same layout "
+               "with less recompute that fits; %lld simulated, %lld fit, in %.2f s "
+               "(%.1f ms per simulated layout)\n",
+            res->enumerated, res->duplicates, res->rule_pruned, res->mem_pruned,
+            res->capacity / 1e9, res->slower_skipped, simulated, res->feasible, res->wall_s,
+            simulated ? 1e3 * res->wall_s / simulated : 0);
+}

@@ -1,0 +1,803 @@
+/* sweep.c — the grid of a sweep and its run on worker threads; see sweep.h.
+ *
+ * Threads: each worker takes the next point number, builds its config,
+ * runs sim_run on a struct sim of its own and formats the row; the calling
+ * thread alone writes rows, in grid order, and draws the progress. Rows that
+ * finish ahead of the next one to write wait in a ring of `window` slots;
+ * a worker does not take a point beyond the ring, so memory stays bounded
+ * by jobs × SLOTS_PER_JOB rows however large the grid.
+ *
+ * What sim_run shares between threads, and why that is safe: config_set_key
+ * and the key table keep no static buffers; model loading goes through
+ * cJSON, whose parse error pointer is a global (models/model.c takes a lock
+ * around the parse); GSL's error handler is global, so it is switched off
+ * once here before any thread starts and callers check return codes; the
+ * schedule registry is a constant table. Everything else lives in the
+ * worker's struct sim. */
+#include "sweep.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <csv.h>
+#include <gsl/gsl_errno.h>
+
+#include "schedule.h"
+#include "sim.h"
+#include "units.h"
+
+#define SLOTS_PER_JOB 64
+#define RANGE_MAX_ITEMS 1000000
+
+/* ---- value lists and ranges -------------------------------------------- */
+
+static int range_fail(struct mp_error *err, const struct config_key *k, const char *item,
+                      const char *why)
+{
+    return mp_fail(err, MP_ERR_INPUT,
+                   "--vary %s: bad range '%s': %s; ranges are A..B*K (multiply: 1..64*2 = "
+                   "1,2,4,...,64), A..B+S (step: 8..64+8 = 8,16,...,64) or A..B (step 1)",
+                   k->name, item, why);
+}
+
+/* Append a copy of `text` to the growing list. */
+static void push(char ***v, int *n, int *cap, const char *text)
+{
+    MP_GROW(*v, *cap, *n + 1);
+    (*v)[(*n)++] = mp_xstrdup(text);
+}
+
+/* One "A..B*K", "A..B+S" or "A..B" item of a numeric key. */
+static int expand_range(const struct config_key *k, const char *item, char ***v, int *n,
+                        int *cap, struct mp_error *err)
+{
+    char a[64], b[64], step[64] = "1";
+    char op = '+';
+    const char *dots = strstr(item, "..");
+    size_t la = (size_t)(dots - item);
+    const char *rest = dots + 2;
+    size_t lb = strcspn(rest, "*+");
+    if (la == 0 || la >= sizeof a || lb == 0 || lb >= sizeof b)
+        return range_fail(err, k, item, "expected a number on each side of '..'");
+    memcpy(a, item, la);
+    a[la] = '\0';
+    memcpy(b, rest, lb);
+    b[lb] = '\0';
+    if (rest[lb]) {
+        op = rest[lb];
+        if (strlen(rest + lb + 1) == 0 || strlen(rest + lb + 1) >= sizeof step)
+            return range_fail(err, k, item, "expected a number after the * or +");
+        snprintf(step, sizeof step, "%s", rest + lb + 1);
+    }
+    if (k->type == CONFIG_DOUBLE) {
+        double x, y, s;
+        if (units_parse_double(a, &x) || units_parse_double(b, &y) || units_parse_double(step, &s))
+            return range_fail(err, k, item, "expected decimal numbers");
+        if (x > y) return range_fail(err, k, item, "the start is above the end");
+        if (op == '*' && !(s > 1 && x > 0))
+            return range_fail(err, k, item, "a multiplying range needs K > 1 and A > 0");
+        if (op == '+' && !(s > 0)) return range_fail(err, k, item, "the step must be > 0");
+        /* From the start each time, so steps of 0.1 do not drift. */
+        double tol = 1e-9 * fmax(fabs(x), fabs(y));
+        for (long i = 0;; i++) {
+            double val = op == '*' ? x * pow(s, (double)i) : x + (double)i * s;
+            if (val > y + tol) break;
+            if (i >= RANGE_MAX_ITEMS) return range_fail(err, k, item, "more than 1000000 values");
+            char buf[64];
+            snprintf(buf, sizeof buf, "%.15g", val);
+            push(v, n, cap, buf);
+        }
+        return MP_OK;
+    }
+    long long x, y, s;
+    if (units_parse_int(a, LLONG_MIN / 4, LLONG_MAX / 4, &x) ||
+        units_parse_int(b, LLONG_MIN / 4, LLONG_MAX / 4, &y) ||
+        units_parse_int(step, 1, LLONG_MAX / 4, &s))
+        return range_fail(err, k, item, "expected whole numbers, and a step or factor ≥ 1");
+    if (x > y) return range_fail(err, k, item, "the start is above the end");
+    if (op == '*' && (s < 2 || x < 1))
+        return range_fail(err, k, item, "a multiplying range needs K ≥ 2 and A ≥ 1");
+    long count = 0;
+    for (long long val = x; val <= y; val = op == '*' ? val * s : val + s) {
+        if (++count > RANGE_MAX_ITEMS) return range_fail(err, k, item, "more than 1000000 values");
+        char buf[32];
+        snprintf(buf, sizeof buf, "%lld", val);
+        push(v, n, cap, buf);
+        if ((op == '*' && val > y / s) || (op == '+' && val > y - s)) break;
+    }
+    return MP_OK;
+}
+
+int sweep_expand(const struct config_key *k, const char *list, char ***values, int *n,
+                 struct mp_error *err)
+{
+    *values = NULL;
+    *n = 0;
+    int cap = 0, rc = MP_OK;
+    const char *p = list;
+    while (*p == ' ') p++;
+    if (!*p) {
+        return mp_fail(err, MP_ERR_INPUT,
+                       "--vary %s: empty value list; expected %s=v1,v2,... or a range "
+                       "such as 1..64*2", k->name, k->name);
+    }
+    for (int item_no = 1;; item_no++) {
+        size_t len = strcspn(p, ",");
+        char item[CONFIG_STR];
+        const char *s = p, *e = p + len;
+        while (s < e && (*s == ' ' || *s == '\t')) s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        if (e == s) {
+            rc = mp_fail(err, MP_ERR_INPUT, "--vary %s: value %d of '%s' is empty", k->name,
+                         item_no, list);
+            break;
+        }
+        if ((size_t)(e - s) >= sizeof item) {
+            rc = mp_fail(err, MP_ERR_INPUT, "--vary %s: value %d is too long", k->name, item_no);
+            break;
+        }
+        memcpy(item, s, (size_t)(e - s));
+        item[e - s] = '\0';
+        if (strstr(item, "..")) {
+            if (k->type != CONFIG_INT && k->type != CONFIG_U64 && k->type != CONFIG_DOUBLE) {
+                rc = mp_fail(err, MP_ERR_INPUT,
+                             "--vary %s: ranges ('%s') are for numeric keys; list the values "
+                             "of %s one by one", k->name, item, k->name);
+                break;
+            }
+            if ((rc = expand_range(k, item, values, n, &cap, err))) break;
+        } else {
+            push(values, n, &cap, item);
+        }
+        if (!p[len]) break;
+        p += len + 1;
+    }
+    if (rc) {
+        sweep_values_free(*values, *n);
+        *values = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+void sweep_values_free(char **values, int n)
+{
+    for (int i = 0; i < n; i++) free(values[i]);
+    free(values);
+}
+
+/* ---- the grid ------------------------------------------------------------ */
+
+void sweep_grid_init(struct sweep_grid *g)
+{
+    memset(g, 0, sizeof *g);
+    g->n_points = 1;
+}
+
+void sweep_grid_release(struct sweep_grid *g)
+{
+    for (int a = 0; a < g->n_axes; a++) sweep_values_free(g->axis[a].values, g->axis[a].n);
+    free(g->axis);
+    sweep_grid_init(g);
+}
+
+/* Checks a value needs beyond its type: the names that must exist. */
+static int check_name(const struct config *cfg, const struct config_key *k, const char *where,
+                      struct mp_error *err)
+{
+    char path[1024];
+    int rc = MP_OK;
+    if (!strcmp(k->name, "training.schedule") && !schedule_find(cfg->training.schedule))
+        return mp_fail(err, MP_ERR_INPUT, "%s: unknown pipeline schedule '%s' (known: %s)",
+                       where, cfg->training.schedule, schedule_names());
+    if (!strcmp(k->name, "model.config"))
+        rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
+    else if (!strcmp(k->name, "hardware.system"))
+        rc = config_resolve(cfg, cfg->hardware.system, "hardware/systems", ".ini", path,
+                            sizeof path, err);
+    if (rc) mp_error_prefix(err, "%s: ", where);
+    return rc;
+}
+
+int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *spec,
+                   struct mp_error *err)
+{
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "--vary '%s': expected section.key=v1,v2,... (e.g. parallel.pp=1,2,4 "
+                       "or parallel.pp=1..64*2)", spec);
+    char name[128];
+    size_t n = (size_t)(eq - spec);
+    while (n > 0 && spec[n - 1] == ' ') n--;
+    if (n >= sizeof name) return mp_fail(err, MP_ERR_INPUT, "--vary: key name too long");
+    memcpy(name, spec, n);
+    name[n] = '\0';
+    struct config scratch = *base;
+    const struct config_key *k = config_find_key(name);
+    if (!k) return config_set_key(&scratch, name, "", "--vary", err); /* did-you-mean */
+    if (g->n_axes >= SWEEP_MAX_AXES)
+        return mp_fail(err, MP_ERR_INPUT, "--vary: at most %d keys", SWEEP_MAX_AXES);
+    for (int a = 0; a < g->n_axes; a++)
+        if (g->axis[a].key == k)
+            return mp_fail(err, MP_ERR_INPUT,
+                           "--vary %s is given twice; put all its values in one list", name);
+
+    char **raw;
+    int nraw;
+    int rc = sweep_expand(k, eq + 1, &raw, &nraw, err);
+    if (rc) return rc;
+    struct sweep_axis ax = { .key = k, .values = mp_xcalloc((size_t)nraw, sizeof(char *)) };
+    char where[160];
+    snprintf(where, sizeof where, "--vary %s", k->name);
+    for (int i = 0; i < nraw && !rc; i++) {
+        rc = config_set_key(&scratch, k->name, raw[i], where, err);
+        if (!rc) rc = check_name(&scratch, k, where, err);
+        if (rc) break;
+        char canon[CONFIG_STR];
+        config_format_value(&scratch, k, canon, sizeof canon);
+        ax.values[ax.n++] = mp_xstrdup(canon);
+    }
+    sweep_values_free(raw, nraw);
+    if (!rc && (double)g->n_points * ax.n > (double)SWEEP_MAX_POINTS)
+        rc = mp_fail(err, MP_ERR_INPUT, "--vary %s: the grid would have %.0f points, more than "
+                     "%lld; narrow a range", k->name, (double)g->n_points * ax.n,
+                     SWEEP_MAX_POINTS);
+    if (rc) {
+        sweep_values_free(ax.values, ax.n);
+        return rc;
+    }
+    g->axis = mp_xrealloc(g->axis, (size_t)(g->n_axes + 1) * sizeof *g->axis);
+    g->axis[g->n_axes++] = ax;
+    g->n_points *= ax.n;
+    return MP_OK;
+}
+
+void sweep_grid_point(const struct sweep_grid *g, long long index, int *which)
+{
+    for (int a = g->n_axes - 1; a >= 0; a--) {
+        which[a] = (int)(index % g->axis[a].n);
+        index /= g->axis[a].n;
+    }
+}
+
+int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
+                      struct config *out, struct mp_error *err)
+{
+    int which[SWEEP_MAX_AXES];
+    sweep_grid_point(g, index, which);
+    *out = *base;
+    for (int a = 0; a < g->n_axes; a++) {
+        int rc = config_set_key(out, g->axis[a].key->name, g->axis[a].values[which[a]], "--vary",
+                                err);
+        if (rc) return rc;
+    }
+    return MP_OK;
+}
+
+/* ---- rows ---------------------------------------------------------------- */
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static void sb_add(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int need = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    MP_GROW(b->p, b->cap, b->n + (size_t)need + 1);
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+    va_end(ap);
+    b->n += (size_t)need;
+}
+
+/* A text cell: plain when it can be, else quoted by libcsv. Newlines become
+ * spaces so that every row is one line, which --resume relies on. */
+static void sb_field(struct sbuf *b, const char *text)
+{
+    size_t len = strlen(text);
+    char *clean = mp_xmalloc(len + 1);
+    for (size_t i = 0; i <= len; i++)
+        clean[i] = text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
+    bool plain = len > 0 && !strpbrk(clean, ",\"") && clean[0] != ' ' && clean[len - 1] != ' ';
+    if (plain || len == 0) {
+        sb_add(b, "%s", clean);
+    } else {
+        size_t need = csv_write(NULL, 0, clean, len);
+        MP_GROW(b->p, b->cap, b->n + need + 1);
+        csv_write(b->p + b->n, need, clean, len);
+        b->n += need;
+        b->p[b->n] = '\0';
+    }
+    free(clean);
+}
+
+char *sweep_header(const struct sweep_grid *g)
+{
+    struct sbuf b = { 0 };
+    for (int a = 0; a < g->n_axes; a++) sb_add(&b, "%s,", g->axis[a].key->name);
+    sb_add(&b, "%s,feasible,reason\n", SWEEP_METRIC_COLUMNS);
+    return b.p;
+}
+
+/* A metric of a finished run by its column name; NaN when it has none. */
+static double result_metric(const struct sim_result *r, const char *name)
+{
+    if (!strcmp(name, "step_time_s")) return mp_seconds(r->step_time);
+    if (!strcmp(name, "tokens_per_s")) return r->tokens_per_s;
+    if (!strcmp(name, "mfu")) return r->mfu;
+    if (!strcmp(name, "bubble")) return r->bubble;
+    if (!strcmp(name, "chips")) return r->n_chips;
+    if (!strcmp(name, "usd_per_step"))
+        return r->cost.basis != COST_UNKNOWN ? r->cost.usd_per_step : NAN;
+    if (!strcmp(name, "usd_per_mtok"))
+        return r->cost.basis != COST_UNKNOWN ? r->cost.usd_per_mtok : NAN;
+    if (!strcmp(name, "budget_chip_hours")) return r->cost.budget_chip_hours;
+    if (!strcmp(name, "exposed_comm_s")) {
+        double sum = 0;
+        for (int k = 0; k < N_COMM_KINDS; k++) sum += r->exposed_comm_s[k];
+        return sum;
+    }
+    if (!strcmp(name, "peak_mem_bytes")) {
+        double peak = 0;
+        for (int d = 0; d < r->stages; d++)
+            if (r->stage[d].peak_mem > peak) peak = r->stage[d].peak_mem;
+        return peak;
+    }
+    return NAN;
+}
+
+bool sweep_is_metric(const char *name)
+{
+    const char *p = SWEEP_METRIC_COLUMNS;
+    size_t n = strlen(name);
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return true;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return false;
+}
+
+/* The cells after the varied keys. `ran` says the engine got as far as the
+ * metrics (a run that does not fit in memory still has them, and they show
+ * what it would have done); otherwise they are empty. */
+static void sb_metrics(struct sbuf *b, const struct sim_result *r, bool ran, int chips)
+{
+    if (!ran) {
+        sb_add(b, ",,,,,,%d,,,", chips);
+        return;
+    }
+    const struct cost *c = &r->cost;
+    uint64_t ps = (uint64_t)r->step_time;
+    /* Step time exactly, as the engine's integer picoseconds allow. */
+    sb_add(b, "%" PRIu64 ".%012" PRIu64 ",%.10g,%.6g,%.6g,%.0f,%.6g,%d,", ps / 1000000000000u,
+           ps % 1000000000000u, r->tokens_per_s, r->mfu, r->bubble,
+           result_metric(r, "peak_mem_bytes"), result_metric(r, "exposed_comm_s"), r->n_chips);
+    if (c->basis != COST_UNKNOWN) sb_add(b, "%.6g,%.6g,", c->usd_per_step, c->usd_per_mtok);
+    else sb_add(b, ",,");
+    sb_add(b, "%.6g", c->budget_chip_hours);
+}
+
+struct point_out {
+    char *row;     /* the CSV line, with '\n' */
+    double metric; /* for "best so far"; NaN when infeasible */
+};
+
+static void run_point(const struct sweep_grid *g, const struct config *base,
+                      const struct sweep_options *opt, const char *best, long long index,
+                      struct sim *s, struct point_out *out)
+{
+    struct sbuf b = { 0 };
+    int which[SWEEP_MAX_AXES];
+    sweep_grid_point(g, index, which);
+    for (int a = 0; a < g->n_axes; a++) {
+        sb_field(&b, g->axis[a].values[which[a]]);
+        sb_add(&b, ",");
+    }
+    struct config cfg;
+    struct mp_error err = { 0 };
+    struct sim_options so = { .token_budget = opt->token_budget };
+    int rc = sweep_grid_config(g, base, index, &cfg, &err);
+    bool ran = false;
+    if (!rc) {
+        rc = sim_run(s, &cfg, &so, &err);
+        ran = s->res.stage != NULL; /* fold_metrics ran */
+    }
+    int chips = cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp;
+    sb_metrics(&b, &s->res, ran, chips);
+    out->metric = NAN;
+    if (rc == MP_OK) {
+        sb_add(&b, ",true,\n");
+        out->metric = result_metric(&s->res, best);
+    } else {
+        /* Input errors of one point (global_batch not divisible by this
+         * point's micro_batch × dp, pp beyond the model's layers) are rows
+         * too: the grid is a product, and some corners of it do not exist. */
+        sb_add(&b, ",false,");
+        sb_field(&b, rc == MP_ERR_INFEASIBLE && s->res.infeasible_reason[0]
+                         ? s->res.infeasible_reason : err.msg);
+        sb_add(&b, "\n");
+    }
+    sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
+    out->row = b.p;
+}
+
+/* ---- resuming ------------------------------------------------------------ */
+
+struct best {
+    const char *metric;
+    int sense;        /* +1 more is better, −1 less is */
+    double value;     /* NaN until a feasible row */
+    long long index;
+};
+
+static void best_offer(struct best *b, double v, long long index)
+{
+    if (isnan(v)) return;
+    if (isnan(b->value) || (b->sense > 0 ? v > b->value : v < b->value)) {
+        b->value = v;
+        b->index = index;
+    }
+}
+
+/* What a sweep file already holds: its complete rows, checked against the
+ * grid, and the byte offset just past the last of them. */
+struct held {
+    long long rows;
+    long long feasible;
+    off_t keep;
+};
+
+/* Read `path` (OUT.partial or OUT): the header must be this sweep's, and
+ * row i's varied values must be point i's. A last line without its newline
+ * was torn by a kill and is not counted. */
+static int held_read(const char *path, const char *header, const struct sweep_grid *g,
+                     struct best *best, struct held *h, struct mp_error *err)
+{
+    memset(h, 0, sizeof *h);
+    FILE *f = fopen(path, "r");
+    if (!f) return mp_fail(err, MP_ERR_INPUT, "--resume: cannot open %s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got = getline(&line, &cap, f);
+    int rc = MP_OK;
+    if (got < 0 || strcmp(line, header) != 0) {
+        rc = mp_fail(err, MP_ERR_INPUT,
+                     "--resume: %s was written by a different sweep (its header is not "
+                     "this one's: the --vary keys differ); run without --resume to start over",
+                     path);
+        goto out;
+    }
+    h->keep = (off_t)got;
+    int ncols = g->n_axes + 1;
+    for (const char *c = SWEEP_METRIC_COLUMNS; *c; c++) ncols += *c == ',';
+    ncols += 2;
+    int best_col = g->n_axes;
+    {
+        const char *p = SWEEP_METRIC_COLUMNS;
+        size_t n = strlen(best->metric);
+        while (*p && !(strncmp(p, best->metric, n) == 0 && (p[n] == ',' || !p[n]))) {
+            p += strcspn(p, ",");
+            if (*p) p++;
+            best_col++;
+        }
+    }
+    int which[SWEEP_MAX_AXES];
+    while ((got = getline(&line, &cap, f)) > 0) {
+        if (line[got - 1] != '\n') break; /* torn by a kill */
+        if (h->rows >= g->n_points) {
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s has more rows than the grid's %lld "
+                         "points", path, g->n_points);
+            goto out;
+        }
+        char **field;
+        int nf;
+        if (sweep_csv_split(line, (size_t)got - 1, &field, &nf) || nf != ncols) {
+            if (nf >= 0 && field) sweep_values_free(field, nf);
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%lld: expected %d cells", path,
+                         h->rows + 2, ncols);
+            goto out;
+        }
+        sweep_grid_point(g, h->rows, which);
+        for (int a = 0; a < g->n_axes && !rc; a++)
+            if (strcmp(field[a], g->axis[a].values[which[a]]) != 0)
+                rc = mp_fail(err, MP_ERR_INPUT,
+                             "--resume: %s:%lld has %s=%s where this sweep's point %lld has %s; "
+                             "the --vary values differ, run without --resume to start over",
+                             path, h->rows + 2, g->axis[a].key->name, field[a], h->rows + 1,
+                             g->axis[a].values[which[a]]);
+        if (!rc && !strcmp(field[ncols - 2], "true")) {
+            h->feasible++;
+            char *end;
+            double v = strtod(field[best_col], &end);
+            if (end != field[best_col] && !*end) best_offer(best, v, h->rows);
+        }
+        sweep_values_free(field, nf);
+        if (rc) goto out;
+        h->rows++;
+        h->keep += (off_t)got;
+    }
+out:
+    free(line);
+    fclose(f);
+    return rc;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+struct progress {
+    FILE *f;
+    bool tty;
+    double t0, last_draw;
+    int decile;           /* last 10% step printed (lines mode) */
+    long long total, resumed;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void fmt_eta(char *buf, size_t size, double s)
+{
+    if (!isfinite(s) || s < 0) snprintf(buf, size, "?");
+    else if (s < 60) snprintf(buf, size, "%.0fs", s);
+    else if (s < 3600) snprintf(buf, size, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(buf, size, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+static void progress_draw(struct progress *p, const struct sweep_grid *g, const struct best *b,
+                          long long done, bool final)
+{
+    if (!p->f) return;
+    double now = now_s();
+    int decile = p->total ? (int)(done * 10 / p->total) : 10;
+    if (p->tty ? (!final && now - p->last_draw < 0.1) : decile <= p->decile) return;
+    p->last_draw = now;
+    p->decile = decile;
+    double el = now - p->t0;
+    long long ran = done - p->resumed;
+    double rate = el > 0 ? ran / el : 0;
+    char eta[32], best[256] = "";
+    fmt_eta(eta, sizeof eta, rate > 0 ? (p->total - done) / rate : NAN);
+    if (!isnan(b->value)) {
+        int which[SWEEP_MAX_AXES];
+        sweep_grid_point(g, b->index, which);
+        int n = snprintf(best, sizeof best, "  best %s %.4g at", b->metric, b->value);
+        for (int a = 0; a < g->n_axes && n > 0 && (size_t)n < sizeof best; a++) {
+            const char *name = strchr(g->axis[a].key->name, '.') + 1;
+            n += snprintf(best + n, sizeof best - (size_t)n, " %s=%s", name,
+                          g->axis[a].values[which[a]]);
+        }
+    }
+    int pct = p->total ? (int)(100 * done / p->total) : 100;
+    if (p->tty) {
+        char bar[21];
+        int fill = (int)(20 * done / (p->total ? p->total : 1));
+        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(p->f, "\r[%s] %lld/%lld %3d%%  %.1f points/s  ETA %s%s\033[K%s", bar, done,
+                p->total, pct, rate, eta, best, final ? "\n" : "");
+    } else {
+        fprintf(p->f, "sweep: %3d%%  %lld/%lld points, %.1f points/s, ETA %s%s\n", pct, done,
+                p->total, rate, eta, best);
+    }
+    fflush(p->f);
+}
+
+/* ---- the run ------------------------------------------------------------- */
+
+struct slot {
+    bool ready;
+    struct point_out out;
+};
+
+struct runner {
+    const struct sweep_grid *g;
+    const struct config *base;
+    const struct sweep_options *opt;
+    const char *best_metric;
+    pthread_mutex_t mu;
+    pthread_cond_t ready; /* a slot was filled */
+    pthread_cond_t space; /* the writer moved on */
+    long long next_take, next_write, total;
+    long long window;
+    struct slot *slot;    /* [window], point i in slot i % window */
+    bool stop;
+};
+
+static void *worker(void *arg)
+{
+    struct runner *r = arg;
+    struct sim *s = mp_xcalloc(1, sizeof *s);
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        while (!r->stop && r->next_take < r->total && r->next_take >= r->next_write + r->window)
+            pthread_cond_wait(&r->space, &r->mu);
+        if (r->stop || r->next_take >= r->total) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        long long i = r->next_take++;
+        pthread_mutex_unlock(&r->mu);
+
+        struct point_out out;
+        run_point(r->g, r->base, r->opt, r->best_metric, i, s, &out);
+
+        pthread_mutex_lock(&r->mu);
+        struct slot *sl = &r->slot[i % r->window];
+        sl->out = out;
+        sl->ready = true;
+        pthread_cond_signal(&r->ready);
+        pthread_mutex_unlock(&r->mu);
+    }
+    free(s);
+    return NULL;
+}
+
+static int write_fail(struct mp_error *err, const char *path, int e)
+{
+    return mp_fail(err, MP_ERR_INTERNAL, "%s: write failed: %s (the rows written so far stay "
+                   "there; --resume carries on)", path, strerror(e));
+}
+
+int sweep_run(const struct sweep_grid *g, const struct config *base,
+              const struct sweep_options *opt, struct sweep_stats *stats, struct mp_error *err)
+{
+    struct sweep_stats none;
+    if (!stats) stats = &none;
+    memset(stats, 0, sizeof *stats);
+    stats->points = g->n_points;
+    double t0 = now_s();
+    gsl_set_error_handler_off(); /* global in GSL: once, before any thread */
+
+    char partial[1100];
+    if (!opt->out || !*opt->out || !strcmp(opt->out, "-"))
+        return mp_fail(err, MP_ERR_INPUT, "--out: a sweep needs a file to write (rows are "
+                       "appended as points finish), got '%s'", opt->out ? opt->out : "");
+    if (snprintf(partial, sizeof partial, "%s.partial", opt->out) >= (int)sizeof partial)
+        return mp_fail(err, MP_ERR_INPUT, "--out %s: path too long", opt->out);
+
+    const char *metric = opt->best_metric ? opt->best_metric : "tokens_per_s";
+    struct best best = { .metric = metric, .sense = sweep_metric_sense(metric), .value = NAN };
+    char *header = sweep_header(g);
+    struct held held = { 0 };
+    int rc = MP_OK;
+    struct stat st;
+    bool have_partial = stat(partial, &st) == 0;
+    if (opt->resume && !have_partial && stat(opt->out, &st) == 0) {
+        /* Finished before: nothing to run if it is this sweep, whole. */
+        struct best b2 = best;
+        if (held_read(opt->out, header, g, &b2, &held, err) == MP_OK &&
+            held.rows == g->n_points) {
+            stats->resumed = held.rows;
+            stats->feasible = held.feasible;
+            free(header);
+            return MP_OK;
+        }
+        memset(&held, 0, sizeof held);
+    }
+    FILE *f;
+    if (opt->resume && have_partial) {
+        if ((rc = held_read(partial, header, g, &best, &held, err))) {
+            free(header);
+            return rc;
+        }
+        if (truncate(partial, held.keep) != 0) {
+            free(header);
+            return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot cut the torn last row: %s",
+                           partial, strerror(errno));
+        }
+        f = fopen(partial, "a");
+    } else {
+        f = fopen(partial, "w");
+        if (f && fputs(header, f) < 0) {
+            fclose(f);
+            f = NULL;
+        }
+    }
+    free(header);
+    if (!f)
+        return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out, partial,
+                       strerror(errno));
+    fflush(f);
+    stats->resumed = held.rows;
+    stats->feasible = held.feasible;
+
+    struct runner r = { .g = g, .base = base, .opt = opt, .best_metric = metric,
+                        .next_take = held.rows, .next_write = held.rows,
+                        .total = g->n_points };
+    int jobs = opt->jobs > 0 ? opt->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs < 1) jobs = 1;
+    if (jobs > g->n_points - held.rows) jobs = (int)(g->n_points - held.rows);
+    r.window = (long long)(jobs > 0 ? jobs : 1) * SLOTS_PER_JOB;
+    r.slot = mp_xcalloc((size_t)r.window, sizeof *r.slot);
+    pthread_mutex_init(&r.mu, NULL);
+    pthread_cond_init(&r.ready, NULL);
+    pthread_cond_init(&r.space, NULL);
+    pthread_t *tid = mp_xcalloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tid);
+    int started = 0;
+    for (int j = 0; j < jobs; j++) {
+        if (pthread_create(&tid[j], NULL, worker, &r) != 0) break;
+        started++;
+    }
+    if (jobs > 0 && started == 0)
+        rc = mp_fail(err, MP_ERR_INTERNAL, "sweep: cannot start a worker thread");
+
+    struct progress pg = { .f = opt->progress, .tty = opt->progress_tty, .t0 = t0,
+                           .total = g->n_points, .resumed = held.rows };
+    pg.decile = g->n_points ? (int)(held.rows * 10 / g->n_points) : 10;
+    pthread_mutex_lock(&r.mu);
+    while (!rc && r.next_write < r.total) {
+        struct slot *sl = &r.slot[r.next_write % r.window];
+        if (!sl->ready) {
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += 100000000;
+            if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+            pthread_cond_timedwait(&r.ready, &r.mu, &until);
+            if (!sl->ready && pg.tty) {
+                long long done = r.next_write;
+                pthread_mutex_unlock(&r.mu);
+                progress_draw(&pg, g, &best, done, false);
+                pthread_mutex_lock(&r.mu);
+            }
+            continue;
+        }
+        struct point_out out = sl->out;
+        sl->ready = false;
+        long long i = r.next_write++;
+        pthread_cond_broadcast(&r.space);
+        pthread_mutex_unlock(&r.mu);
+
+        /* One row, flushed: a kill from here on cannot lose it. */
+        if (fputs(out.row, f) < 0 || fflush(f) != 0) rc = write_fail(err, partial, errno);
+        free(out.row);
+        stats->simulated++;
+        if (!isnan(out.metric)) stats->feasible++;
+        best_offer(&best, out.metric, i);
+        progress_draw(&pg, g, &best, i + 1, false);
+        pthread_mutex_lock(&r.mu);
+    }
+    r.stop = true;
+    pthread_cond_broadcast(&r.space);
+    pthread_mutex_unlock(&r.mu);
+    for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
+    for (long long k = 0; k < r.window; k++)
+        if (r.slot[k].ready) free(r.slot[k].out.row);
+    free(r.slot);
+    free(tid);
+    pthread_mutex_destroy(&r.mu);
+    pthread_cond_destroy(&r.ready);
+    pthread_cond_destroy(&r.space);
+
+    if (!rc) progress_draw(&pg, g, &best, g->n_points, true);
+    else if (pg.f && pg.tty) fputc('\n', pg.f);
+    int e = 0;
+    if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) e = errno;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (!rc && e) rc = write_fail(err, partial, e);
+    if (!rc && rename(partial, opt->out) != 0)
+        rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, opt->out,
+                     strerror(errno));
+    stats->wall_s = now_s() - t0;
+    return rc;
+}

@@ -1,0 +1,166 @@
+/* sweep.h — many configurations of one scenario, each simulated, one CSV
+ * row each (DESIGN.md §1: "sweep = many configs ─► the same pipe").
+ *
+ * A grid is the product of axes, one per `--vary key=values`; the first axis
+ * is the outermost, so points are numbered like nested loops written in the
+ * order of the flags. A value list is comma-separated; each item is a value
+ * as the key takes it, or for whole-number and decimal keys a range:
+ *
+ *   A..B*K   A, A·K, A·K², ... while ≤ B      (1..64*2 = 1,2,4,...,64)
+ *   A..B+S   A, A+S, A+2S, ... while ≤ B      (8..64+8 = 8,16,...,64)
+ *   A..B     A..B+1
+ *
+ * Every value is checked against the key before any point runs, so a bad
+ * --vary is an input error (exit 2) and never a half-finished sweep.
+ *
+ * The CSV has the varied keys (their dotted names as headers, values as an
+ * INI would hold them), then SWEEP_METRIC_COLUMNS, then `feasible` and
+ * `reason`. Rows are appended and flushed in grid order as points finish
+ * (later points that finish early wait in memory), into OUT.partial beside
+ * the output; the last row renames it to OUT. A killed sweep therefore
+ * leaves OUT.partial holding every point that finished before its first
+ * unfinished one, and `--resume` carries on from there. The file holds no
+ * wall-clock figures, so any --jobs count, and any number of interruptions,
+ * give the same bytes. */
+#ifndef MPSIM_SWEEP_H
+#define MPSIM_SWEEP_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "config.h"
+
+/* The metric columns, in order, after the varied keys. exposed_comm_s is
+ * the sum over kinds (tp, pp, dp, ep) of sim_result.exposed_comm_s: the
+ * communication time, averaged over stages, that compute did not hide. */
+#define SWEEP_METRIC_COLUMNS                                                  \
+    "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
+    "usd_per_step,usd_per_mtok,budget_chip_hours"
+
+/* The most points one sweep may have; a grid larger than this is almost
+ * certainly a typo in a range. */
+#define SWEEP_MAX_POINTS 100000000LL
+#define SWEEP_MAX_AXES 32
+
+struct sweep_axis {
+    const struct config_key *key;
+    char **values; /* canonical text of each value (config_format_value) */
+    int n;
+};
+
+struct sweep_grid {
+    struct sweep_axis *axis; /* [n_axes], outermost first */
+    int n_axes;
+    long long n_points;      /* product of the axes' sizes */
+};
+
+void sweep_grid_init(struct sweep_grid *g);
+void sweep_grid_release(struct sweep_grid *g);
+
+/* Add one `--vary` argument ("key=v1,v2,A..B*K") as the next, inner axis.
+ * Each value is set on a copy of `base` to check it (unknown key with a
+ * did-you-mean, empty list or item, bad range, wrong type, out of range,
+ * unknown schedule, model or system preset, key varied twice): MP_ERR_INPUT
+ * with a message that starts "--vary KEY". */
+int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *spec,
+                   struct mp_error *err);
+
+/* Expand one value list for `key` into `*values` (malloc'd strings, caller
+ * frees them with sweep_values_free), as written, ranges expanded. */
+int sweep_expand(const struct config_key *key, const char *list, char ***values, int *n,
+                 struct mp_error *err);
+void sweep_values_free(char **values, int n);
+
+/* Which value of each axis point `index` takes (which[n_axes]). */
+void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
+
+/* `base` with point `index`'s values set. */
+int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
+                      struct config *out, struct mp_error *err);
+
+/* The CSV header line (with '\n') into a malloc'd string. */
+char *sweep_header(const struct sweep_grid *g);
+
+struct sweep_options {
+    const char *out;     /* the CSV path */
+    int jobs;            /* worker threads; ≤ 0: the number of online cores */
+    bool resume;         /* carry on from OUT.partial */
+    double token_budget; /* for budget_chip_hours; 0 = 1T tokens */
+    /* Progress on `progress` (NULL: none): a bar redrawn in place when
+     * `progress_tty`, else one line per 10%. "Best so far" uses
+     * `best_metric` (a metric column; NULL: tokens_per_s). */
+    FILE *progress;
+    bool progress_tty;
+    const char *best_metric;
+};
+
+struct sweep_stats {
+    long long points;    /* in the grid */
+    long long resumed;   /* rows taken from OUT.partial */
+    long long simulated; /* points run now */
+    long long feasible;  /* rows with feasible = true, resumed ones included */
+    double wall_s;
+};
+
+/* Run every point not already in OUT.partial (when resuming) and write OUT.
+ * MP_ERR_INPUT for a bad --resume (no partial file, or one from another
+ * sweep) or an unwritable output; points that fail or do not fit are rows
+ * with feasible = false, not errors. A one-point sweep is fine. */
+int sweep_run(const struct sweep_grid *g, const struct config *base,
+              const struct sweep_options *opt, struct sweep_stats *stats, struct mp_error *err);
+
+/* Whether `name` is one of SWEEP_METRIC_COLUMNS. */
+bool sweep_is_metric(const char *name);
+
+/* ---- reading a sweep CSV back (sweep_table.c) --------------------------- */
+
+/* Split one CSV line (without its newline) into cells with libcsv; free
+ * them with sweep_values_free. -1 when it is not valid CSV. */
+int sweep_csv_split(const char *line, size_t len, char ***cells, int *n);
+
+/* A CSV held in memory, cells as text. */
+struct sweep_table {
+    char **col;   /* [n_cols] header names */
+    int n_cols;
+    char ***cell; /* [n_rows][n_cols] */
+    int n_rows;
+};
+
+/* Read a CSV (libcsv) whose first row is its header; every row must have the
+ * header's width. MP_ERR_INPUT names the file and row. */
+int sweep_table_load(struct sweep_table *t, const char *path, struct mp_error *err);
+void sweep_table_release(struct sweep_table *t);
+
+/* Index of column `name`, or -1. */
+int sweep_table_col(const struct sweep_table *t, const char *name);
+
+/* As sweep_table_col, also matching a bare key name ("pp" for parallel.pp),
+ * but a missing column fills `err` (MP_ERR_INPUT naming `flag`, with a
+ * did-you-mean and the columns there are) before returning -1. */
+int sweep_table_need(const struct sweep_table *t, const char *name, const char *flag,
+                     struct mp_error *err);
+
+/* A cell as a number; NaN when empty or not a number. */
+double sweep_table_num(const struct sweep_table *t, int row, int col);
+
+/* Whether row `row` has feasible = true. */
+bool sweep_table_feasible(const struct sweep_table *t, int row);
+
+/* +1 when more of `column` is better (tokens_per_s, mfu), −1 when less is
+ * (step time, bubble, memory, cost, anything else). */
+int sweep_metric_sense(const char *column);
+
+/* `--best METRIC`: the `top` best feasible rows, then each neighbour of the
+ * best (one varied key one step away in the grid) with what it lost by:
+ * step time, bubble, peak memory, exposed communication when the CSV has
+ * it, or why it is infeasible. `varied` is the number of leading columns
+ * that are varied keys. */
+int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const char *metric,
+                     int top, struct mp_error *err);
+
+/* `--pareto X,Y`: the feasible rows no other feasible row beats on both X
+ * and Y (each in its sense), sorted by X. */
+int sweep_print_pareto(FILE *f, const struct sweep_table *t, int varied, const char *spec,
+                       struct mp_error *err);
+
+#endif

@@ -1,0 +1,414 @@
+/* sweep_table.c — a sweep CSV read back (libcsv), and the two questions
+ * people ask of it: which configurations are best and what their neighbours
+ * lost by (--best), and which trade one metric for another (--pareto).
+ * See sweep.h. Working from the file, not from memory, means a resumed
+ * sweep, or a CSV from yesterday, answers the same way. */
+#include "sweep.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <csv.h>
+
+/* ---- parsing ------------------------------------------------------------- */
+
+struct collect {
+    char **cell;   /* the row being read */
+    int n, cap;
+    char ***rows;  /* finished rows */
+    int *width;
+    int n_rows, cap_rows, cap_width;
+};
+
+static void on_field(void *data, size_t len, void *ctx)
+{
+    struct collect *c = ctx;
+    char *s = mp_xmalloc(len + 1);
+    if (len) memcpy(s, data, len);
+    s[len] = '\0';
+    MP_GROW(c->cell, c->cap, c->n + 1);
+    c->cell[c->n++] = s;
+}
+
+static void on_row(int term, void *ctx)
+{
+    (void)term;
+    struct collect *c = ctx;
+    MP_GROW(c->rows, c->cap_rows, c->n_rows + 1);
+    MP_GROW(c->width, c->cap_width, c->n_rows + 1);
+    c->rows[c->n_rows] = c->cell;
+    c->width[c->n_rows++] = c->n;
+    c->cell = NULL;
+    c->n = c->cap = 0;
+}
+
+static void collect_free(struct collect *c)
+{
+    for (int r = 0; r < c->n_rows; r++) sweep_values_free(c->rows[r], c->width[r]);
+    sweep_values_free(c->cell, c->n);
+    free(c->rows);
+    free(c->width);
+}
+
+static int parse(const char *text, size_t len, struct collect *c)
+{
+    struct csv_parser p;
+    memset(c, 0, sizeof *c);
+    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) return -1;
+    int bad = csv_parse(&p, text, len, on_field, on_row, c) != len;
+    if (!bad && csv_fini(&p, on_field, on_row, c) != 0) bad = 1;
+    csv_free(&p);
+    if (bad) {
+        collect_free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int sweep_csv_split(const char *line, size_t len, char ***cells, int *n)
+{
+    struct collect c;
+    *cells = NULL;
+    *n = -1;
+    if (parse(line, len, &c)) return -1;
+    if (c.n_rows != 1) {
+        collect_free(&c);
+        return -1;
+    }
+    *cells = c.rows[0];
+    *n = c.width[0];
+    free(c.rows);
+    free(c.width);
+    return 0;
+}
+
+int sweep_table_load(struct sweep_table *t, const char *path, struct mp_error *err)
+{
+    memset(t, 0, sizeof *t);
+    FILE *f = fopen(path, "rb");
+    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        MP_GROW(text, cap, len + 65536);
+        got = fread(text + len, 1, cap - len, f);
+        len += got;
+    } while (got > 0);
+    int bad_read = ferror(f);
+    fclose(f);
+    if (bad_read) {
+        free(text);
+        return mp_fail(err, MP_ERR_INPUT, "%s: cannot read", path);
+    }
+    struct collect c;
+    int rc = parse(text, len, &c);
+    free(text);
+    if (rc) return mp_fail(err, MP_ERR_INPUT, "%s: not valid CSV", path);
+    if (c.n_rows == 0) {
+        collect_free(&c);
+        return mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row and rows", path);
+    }
+    for (int r = 1; r < c.n_rows; r++)
+        if (c.width[r] != c.width[0]) {
+            int w = c.width[r];
+            collect_free(&c);
+            return mp_fail(err, MP_ERR_INPUT, "%s:%d: %d cells, but the header has %d", path,
+                           r + 1, w, c.width[0]);
+        }
+    t->col = c.rows[0];
+    t->n_cols = c.width[0];
+    t->n_rows = c.n_rows - 1;
+    t->cell = mp_xmalloc((size_t)(t->n_rows ? t->n_rows : 1) * sizeof *t->cell);
+    for (int r = 0; r < t->n_rows; r++) t->cell[r] = c.rows[r + 1];
+    free(c.rows);
+    free(c.width);
+    return MP_OK;
+}
+
+void sweep_table_release(struct sweep_table *t)
+{
+    for (int r = 0; r < t->n_rows; r++) sweep_values_free(t->cell[r], t->n_cols);
+    free(t->cell);
+    sweep_values_free(t->col, t->n_cols);
+    memset(t, 0, sizeof *t);
+}
+
+int sweep_table_col(const struct sweep_table *t, const char *name)
+{
+    for (int c = 0; c < t->n_cols; c++)
+        if (!strcmp(t->col[c], name)) return c;
+    return -1;
+}
+
+static size_t edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return (size_t)-1;
+    size_t row[64];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+int sweep_table_need(const struct sweep_table *t, const char *name, const char *flag,
+                     struct mp_error *err)
+{
+    int c = sweep_table_col(t, name);
+    if (c >= 0) return c;
+    /* Also match a bare key name to its dotted column ("pp" → parallel.pp). */
+    int bare = -1, hits = 0;
+    for (int i = 0; i < t->n_cols; i++) {
+        const char *dot = strchr(t->col[i], '.');
+        if (dot && !strcmp(dot + 1, name)) bare = i, hits++;
+    }
+    if (hits == 1) return bare;
+    char msg[1024];
+    int n = snprintf(msg, sizeof msg, "%s: no column '%s'", flag, name);
+    size_t best_d = (size_t)-1;
+    int best = -1;
+    for (int i = 0; i < t->n_cols; i++) {
+        size_t d = edit_distance(name, t->col[i]);
+        if (d < best_d) best_d = d, best = i;
+    }
+    if (best >= 0 && best_d <= 1 + strlen(name) / 4)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, " (did you mean '%s'?)", t->col[best]);
+    n += snprintf(msg + n, sizeof msg - (size_t)n, "; columns are");
+    for (int i = 0; i < t->n_cols && n > 0 && (size_t)n < sizeof msg; i++)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, "%s %s", i ? "," : "", t->col[i]);
+    mp_fail(err, MP_ERR_INPUT, "%s", msg);
+    return -1;
+}
+
+double sweep_table_num(const struct sweep_table *t, int row, int col)
+{
+    const char *s = t->cell[row][col];
+    char *end;
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) return NAN;
+    double v = strtod(s, &end);
+    return end != s && !*end ? v : NAN;
+}
+
+bool sweep_table_feasible(const struct sweep_table *t, int row)
+{
+    int c = sweep_table_col(t, "feasible");
+    return c >= 0 && !strcmp(t->cell[row][c], "true");
+}
+
+int sweep_metric_sense(const char *column)
+{
+    return !strcmp(column, "tokens_per_s") || !strcmp(column, "mfu") ? +1 : -1;
+}
+
+/* ---- --best and --pareto ------------------------------------------------- */
+
+/* Feasible rows with a number in `col`, best first (ties: grid order). */
+struct ranked {
+    int row;
+    double v;
+};
+
+static int ranked_sense;
+
+static int ranked_cmp(const void *pa, const void *pb)
+{
+    const struct ranked *a = pa, *b = pb;
+    if (a->v != b->v) return (a->v > b->v) == (ranked_sense > 0) ? -1 : 1;
+    return (a->row > b->row) - (a->row < b->row);
+}
+
+static int rank_rows(const struct sweep_table *t, int col, int sense, struct ranked **out)
+{
+    struct ranked *r = mp_xmalloc((size_t)(t->n_rows ? t->n_rows : 1) * sizeof *r);
+    int n = 0;
+    for (int i = 0; i < t->n_rows; i++) {
+        double v = sweep_table_num(t, i, col);
+        if (sweep_table_feasible(t, i) && !isnan(v)) r[n++] = (struct ranked){ i, v };
+    }
+    /* qsort's comparator has no context argument; the CLI is one thread. */
+    ranked_sense = sense;
+    qsort(r, (size_t)n, sizeof *r, ranked_cmp);
+    *out = r;
+    return n;
+}
+
+static void print_keys(FILE *f, const struct sweep_table *t, int varied, int row)
+{
+    for (int a = 0; a < varied; a++)
+        fprintf(f, "%s%s=%s", a ? " " : "", t->col[a], t->cell[row][a]);
+}
+
+/* Which row differs from `row` in varied column `a` only, holding the value
+ * `step` places before (−1) or after (+1) in the order the grid has them. */
+static int neighbour(const struct sweep_table *t, int varied, int row, int a, int step)
+{
+    /* The distinct values of column a, in order of first appearance. */
+    const char **vals = mp_xmalloc((size_t)(t->n_rows ? t->n_rows : 1) * sizeof *vals);
+    int nv = 0, at = -1;
+    for (int i = 0; i < t->n_rows; i++) {
+        int k = 0;
+        while (k < nv && strcmp(vals[k], t->cell[i][a])) k++;
+        if (k == nv) vals[nv++] = t->cell[i][a];
+    }
+    for (int k = 0; k < nv; k++)
+        if (!strcmp(vals[k], t->cell[row][a])) at = k;
+    int want = at + step, found = -1;
+    if (at >= 0 && want >= 0 && want < nv) {
+        for (int i = 0; i < t->n_rows && found < 0; i++) {
+            if (strcmp(t->cell[i][a], vals[want])) continue;
+            int b = 0;
+            while (b < varied && (b == a || !strcmp(t->cell[i][b], t->cell[row][b]))) b++;
+            if (b == varied) found = i;
+        }
+    }
+    free(vals);
+    return found;
+}
+
+/* One neighbour of the best: its metric, and what its step time lost to
+ * pipeline bubble, exposed communication and the rest (compute):
+ * step = busy + idle per stage, idle = bubble × step, and the exposed comm
+ * is part of the idle. */
+static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, int col,
+                       const char *metric)
+{
+    int ct = sweep_table_col(t, "step_time_s"), cb = sweep_table_col(t, "bubble");
+    int cm = sweep_table_col(t, "peak_mem_bytes"), cx = sweep_table_col(t, "exposed_comm_s");
+    int cr = sweep_table_col(t, "reason");
+    double mv = sweep_table_num(t, nb, col), bv = sweep_table_num(t, best, col);
+    if (!sweep_table_feasible(t, nb)) {
+        const char *why = cr >= 0 ? t->cell[nb][cr] : "";
+        fprintf(f, "infeasible: %.160s%s\n", why, strlen(why) > 160 ? "..." : "");
+        return;
+    }
+    fprintf(f, "%s %.4g (%+.1f%%)", metric, mv, bv != 0 ? 100 * (mv - bv) / fabs(bv) : 0);
+    if (ct < 0 || cb < 0) {
+        fputc('\n', f);
+        return;
+    }
+    double tb = sweep_table_num(t, best, ct), tn = sweep_table_num(t, nb, ct);
+    double idle = sweep_table_num(t, nb, cb) * tn - sweep_table_num(t, best, cb) * tb;
+    double comm = cx >= 0 ? sweep_table_num(t, nb, cx) - sweep_table_num(t, best, cx) : 0;
+    if (isnan(comm)) comm = 0;
+    /* Idle compute time (bubble × step) includes the exposed comm, which
+     * runs while compute waits: split it out so nothing counts twice. */
+    double compute = (tn - tb) - idle;
+    idle -= comm;
+    /* Differences of products leave rounding dust: below a picosecond is 0. */
+    if (fabs(compute) < 1e-12) compute = 0;
+    if (fabs(idle) < 1e-12) idle = 0;
+    fprintf(f, ": step %+.4g s = bubble %+.4g s", tn - tb, idle);
+    if (cx >= 0) fprintf(f, ", exposed comm %+.4g s", comm);
+    fprintf(f, ", compute %+.4g s", compute);
+    if (cm >= 0)
+        fprintf(f, "; peak mem %.1f → %.1f GB", sweep_table_num(t, best, cm) / 1e9,
+                sweep_table_num(t, nb, cm) / 1e9);
+    const char *most = "compute";
+    double worst = compute;
+    if (idle > worst) most = "bubble", worst = idle;
+    if (cx >= 0 && comm > worst) most = "exposed comm", worst = comm;
+    if (tn > tb) fprintf(f, "  [mostly %s]", most);
+    fputc('\n', f);
+}
+
+int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const char *metric,
+                     int top, struct mp_error *err)
+{
+    int col = sweep_table_need(t, metric, "--best", err);
+    if (col < 0) return MP_ERR_INPUT;
+    metric = t->col[col];
+    int sense = sweep_metric_sense(metric);
+    struct ranked *r;
+    int n = rank_rows(t, col, sense, &r);
+    fprintf(f, "best %d of %d feasible configurations (of %d) by %s, %s is better:\n",
+            n < top ? n : top, n, t->n_rows, metric, sense > 0 ? "higher" : "lower");
+    if (n == 0) {
+        fprintf(f, "  none is feasible\n");
+        free(r);
+        return MP_OK;
+    }
+    for (int i = 0; i < n && i < top; i++) {
+        fprintf(f, "  %2d. %s %-12.6g ", i + 1, metric, r[i].v);
+        print_keys(f, t, varied, r[i].row);
+        fputc('\n', f);
+    }
+    int b = r[0].row;
+    fprintf(f, "\nneighbours of the best (one key one step away) and what cost them:\n");
+    int shown = 0;
+    for (int a = 0; a < varied; a++)
+        for (int step = -1; step <= 1; step += 2) {
+            int nb = neighbour(t, varied, b, a, step);
+            if (nb < 0) continue;
+            char what[160];
+            snprintf(what, sizeof what, "%s=%s", t->col[a], t->cell[nb][a]);
+            fprintf(f, "  %-30s ", what);
+            print_loss(f, t, b, nb, col, metric);
+            shown++;
+        }
+    if (!shown) fprintf(f, "  (none: no key has another value in the grid)\n");
+    free(r);
+    return MP_OK;
+}
+
+int sweep_print_pareto(FILE *f, const struct sweep_table *t, int varied, const char *spec,
+                       struct mp_error *err)
+{
+    const char *comma = strchr(spec, ',');
+    if (!comma || comma == spec || !comma[1] || strchr(comma + 1, ','))
+        return mp_fail(err, MP_ERR_INPUT, "--pareto '%s': expected two columns X,Y such as "
+                       "usd_per_mtok,step_time_s", spec);
+    char x[128];
+    snprintf(x, sizeof x, "%.*s", (int)(comma - spec), spec);
+    int cx = sweep_table_need(t, x, "--pareto", err);
+    if (cx < 0) return MP_ERR_INPUT;
+    int cy = sweep_table_need(t, comma + 1, "--pareto", err);
+    if (cy < 0) return MP_ERR_INPUT;
+    int sy = sweep_metric_sense(t->col[cy]);
+    struct ranked *r;
+    int n = rank_rows(t, cx, sweep_metric_sense(t->col[cx]), &r);
+    fprintf(f, "Pareto front of %s (%s is better) against %s (%s is better), %d feasible "
+               "rows:\n", t->col[cx], sweep_metric_sense(t->col[cx]) > 0 ? "higher" : "lower",
+            t->col[cy], sy > 0 ? "higher" : "lower", n);
+    /* Best X first: a row is on the front when its Y beats every row
+     * before it, whose X is at least as good. */
+    double best_y = NAN;
+    int on = 0;
+    for (int i = 0; i < n; i++) {
+        double y = sweep_table_num(t, r[i].row, cy);
+        if (isnan(y)) continue;
+        /* Among rows of equal X only the best Y can be on the front. */
+        bool beaten = false;
+        for (int j = i + 1; j < n && r[j].v == r[i].v && !beaten; j++) {
+            double yj = sweep_table_num(t, r[j].row, cy);
+            beaten = sy > 0 ? yj > y : yj < y;
+        }
+        for (int j = i - 1; j >= 0 && r[j].v == r[i].v && !beaten; j--) {
+            double yj = sweep_table_num(t, r[j].row, cy);
+            beaten = sy > 0 ? yj > y : yj < y;
+        }
+        if (beaten) continue;
+        if (!isnan(best_y) && !(sy > 0 ? y > best_y : y < best_y)) continue;
+        best_y = y;
+        fprintf(f, "  %s %-12.6g %s %-12.6g ", t->col[cx], r[i].v, t->col[cy], y);
+        print_keys(f, t, varied, r[i].row);
+        fputc('\n', f);
+        on++;
+    }
+    if (!on) fprintf(f, "  (empty)\n");
+    free(r);
+    return MP_OK;
+}
