@@ -5,12 +5,15 @@
 # missing Debian packages with apt-get and does nothing when all are present.
 
 CC      ?= cc
+# `make V=1` shows every command; by default one short line per file.
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
 BUILD   ?= build
 BIN     ?= bin
 EXTRA_CFLAGS ?=
 EXTRA_LDFLAGS ?=
 
-PKGS     := gsl inih libcjson
+PKGS     := gsl inih libcjson plplot
 VIZ_PKGS := sdl2 SDL2_ttf SDL2_image
 
 CFLAGS  := -std=c11 -Wall -Wextra -Werror -O2 -g -D_POSIX_C_SOURCE=200809L \
@@ -42,7 +45,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps demo check sanitize bench clean help tests viewer
+.PHONY: all deps demo check sanitize bench clean help tests viewer fuzz fuzz-build memcheck
 .SECONDARY:
 
 all: $(BIN)/mpsim $(if $(VIZ_SDL_SRC),$(BIN)/mpsim-view)
@@ -53,40 +56,50 @@ help:
 	@echo "make check      install missing packages, build, run every Check suite"
 	@echo "make sanitize   the same suites under AddressSanitizer + UBSan"
 	@echo "make bench      engine and end-to-end benchmarks (events/s, wall, peak RSS)"
+	@echo "make fuzz       libFuzzer on every parser and the pipe, FUZZ_SECONDS (60) each"
+	@echo "make memcheck   the Check suites under valgrind memcheck: no errors, no leaks"
 
 deps:
 	@sh .ci/deps
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/viz/%.o: viz/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(VIZ_CFLAGS) -Iviz -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) $(VIZ_CFLAGS) -Iviz -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	rm -f $@ && ar rcs $@ $^
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(BIN)/mpsim: $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BIN)/mpsim-view: $(VIZ_SDL_OBJ) $(VIZ_CORE_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(VIZ_LIBS) $(LDLIBS)
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Iviz -MMD -MP -c $< -o $@
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Iviz -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TEST_UTIL) $(VIZ_CORE_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
 tests: $(TEST_BINS) $(BIN)/mpsim $(if $(VIZ_SDL_SRC),$(BIN)/mpsim-view)
 
@@ -102,6 +115,39 @@ sanitize: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  CK_FORK=no sh tests/run_suites build-san/tests build-san/bin/mpsim
 
+# libFuzzer harnesses (tests/fuzz/fuzz_NAME.c, seeds in tests/fuzz/NAME/):
+# the library rebuilt by clang with coverage, ASan and UBSan, then each
+# target run for FUZZ_SECONDS by tests/fuzz/run.
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
+fuzz-build: deps
+	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz BIN=build-fuzz/bin \
+	  EXTRA_CFLAGS="-O1 -fno-omit-frame-pointer -fsanitize=fuzzer-no-link $(FUZZ_SAN)" \
+	  EXTRA_LDFLAGS="$(FUZZ_SAN)" $(FUZZ_NAMES:%=build-fuzz/fuzz/fuzz_%)
+
+fuzz: fuzz-build
+	@sh tests/fuzz/run build-fuzz $(FUZZ_SECONDS) $(FUZZ_NAMES)
+
+# Every Check suite under valgrind, in-process (CK_FORK=no) so leaks count.
+# Leaks are definite, indirect and possible ones; "still reachable" memory,
+# and the plotting libraries' caches (tests/valgrind.supp), belong to
+# libraries that keep them for the process's life.
+memcheck: deps
+	@$(MAKE) --no-print-directory tests
+	@fail=0; for t in $(TEST_BINS); do \
+	  echo "memcheck: $$t"; \
+	  CK_FORK=no MPSIM=$(BIN)/mpsim valgrind -q --error-exitcode=1 --leak-check=full \
+	    --suppressions=tests/valgrind.supp \
+	    --errors-for-leak-kinds=definite,indirect,possible \
+	    --show-leak-kinds=definite,indirect,possible $$t >/dev/null || { fail=1; echo "memcheck: FAILED $$t"; }; \
+	done; [ $$fail -eq 0 ] && echo "memcheck: no errors, no leaks"; exit $$fail
+
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)/mpsim
 	$(BIN)/mpsim run scenarios/teach-bubbles.ini
@@ -111,6 +157,6 @@ bench: deps
 	@sh bench/run $(BUILD)/bench $(BIN)/mpsim
 
 clean:
-	rm -rf build build-san bin
+	rm -rf build build-san build-fuzz bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

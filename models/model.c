@@ -18,10 +18,16 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The largest integer any config.json key may hold (2^26), and the most
+ * decoder layers a model may have (each gets a struct layer). */
+#define MODEL_INT_MAX (1 << 26)
+#define MODEL_MAX_LAYERS 100000
 
 /* ------------------------------------------------------------------ */
 /* Reading the JSON: every message names the origin, the line when we can
@@ -45,16 +51,21 @@ static int line_of(const char *text, const char *pos)
 
 /* Line of the first `"key" :` in the text, 0 if absent. Only top-level keys
  * are looked up, and HF configs name each once, so the first hit is it. */
-static int key_line(const struct reader *r, const char *key)
+static int key_line_nth(const struct reader *r, const char *key, int nth)
 {
     size_t n = strlen(key);
     for (const char *p = strchr(r->text, '"'); p; p = strchr(p + 1, '"')) {
         if (strncmp(p + 1, key, n) != 0 || p[n + 1] != '"') continue;
         const char *q = p + n + 2;
         while (*q == ' ' || *q == '\t' || *q == '\r' || *q == '\n') q++;
-        if (*q == ':') return line_of(r->text, p);
+        if (*q == ':' && nth-- == 0) return line_of(r->text, p);
     }
     return 0;
+}
+
+static int key_line(const struct reader *r, const char *key)
+{
+    return key_line_nth(r, key, 0);
 }
 
 /* "FILE:LINE: key K: " or "FILE: key K: " as a prefix for key errors. */
@@ -114,6 +125,11 @@ static int get_int(const struct reader *r, const char *key, bool required,
         show_value(v, shown, sizeof shown);
         return key_fail(r, key, "expected %s, got %s", want, shown);
     }
+    /* No real model has a width, count or length near this; the cap keeps
+     * int sums and small multiples of these fields (4 × n_embd, ranks added
+     * to head widths) from overflowing, and a typo from allocating. */
+    if (d > MODEL_INT_MAX)
+        return key_fail(r, key, "expected %s of at most %d, got %.0f", want, MODEL_INT_MAX, d);
     if (d < min) return key_fail(r, key, "expected %s, got %.0f", want, d);
     *out = (int)d;
     return 0;
@@ -249,6 +265,10 @@ static int read_moe(const struct reader *r, struct model *m)
     if (m->experts_per_token > m->experts)
         return key_fail(r, "num_experts_per_tok", "%d is more than the %d experts",
                         m->experts_per_token, m->experts);
+    if (!shared_width && (double)m->shared_experts * m->moe_intermediate > MODEL_INT_MAX)
+        return key_fail(r, "n_shared_experts", "expected n_shared_experts × "
+                        "moe_intermediate_size of at most %d, got %d × %d", MODEL_INT_MAX,
+                        m->shared_experts, m->moe_intermediate);
     m->shared_intermediate = shared_width ? shared_width
                                           : m->shared_experts * m->moe_intermediate;
     return 0;
@@ -335,15 +355,15 @@ static void count_decoder(const struct model *m, struct layer *L)
 {
     double h = m->hidden, mm = 0, other = 0;
     if (L->attn == ATTN_MLA) {
-        double heads = m->heads, qk = m->qk_nope_head_dim + m->qk_rope_head_dim;
+        double heads = m->heads, qk = (double)m->qk_nope_head_dim + m->qk_rope_head_dim;
         if (m->q_lora_rank) {
             mm += h * m->q_lora_rank + (double)m->q_lora_rank * heads * qk;
             other += m->q_lora_rank; /* q_a_layernorm */
         } else {
             mm += h * heads * qk;
         }
-        mm += h * (m->kv_lora_rank + m->qk_rope_head_dim) +
-              (double)m->kv_lora_rank * heads * (m->qk_nope_head_dim + m->v_head_dim);
+        mm += h * ((double)m->kv_lora_rank + m->qk_rope_head_dim) +
+              (double)m->kv_lora_rank * heads * ((double)m->qk_nope_head_dim + m->v_head_dim);
         other += m->kv_lora_rank; /* kv_a_layernorm */
         mm += heads * m->v_head_dim * h;
     } else {
@@ -379,6 +399,49 @@ static void count_decoder(const struct model *m, struct layer *L)
     L->expert_params = expert;
 }
 
+/* The other hybrid forms, when no `layer_types` list is given (a list wins):
+ *  - `full_attn_layers`: 1-based numbers of the full-attention layers, the
+ *    rest linear; top level or inside `linear_attn_config` (Kimi-Linear);
+ *  - `full_attention_interval` k: every k-th layer (1-based) is full, the
+ *    rest linear (Qwen3-Next). */
+static int read_full_attn_forms(const struct reader *r, struct model *m)
+{
+    const char *key = "full_attn_layers";
+    const cJSON *list = get(r, key);
+    const cJSON *lac = get(r, "linear_attn_config");
+    if (!list && lac && cJSON_IsObject(lac)) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(lac, key);
+        if (v && !cJSON_IsNull(v)) list = v;
+    }
+    if (list) {
+        if (!cJSON_IsArray(list))
+            return key_fail(r, key, "expected a list of 1-based layer numbers (1..%d)",
+                            m->decoders);
+        enum attn_kind full = m->layer[1].attn;
+        for (int i = 0; i < m->decoders; i++) m->layer[i + 1].attn = ATTN_LINEAR;
+        int k = 0;
+        const cJSON *x;
+        cJSON_ArrayForEach(x, list) {
+            double d = cJSON_IsNumber(x) ? x->valuedouble : 0;
+            if (d != floor(d) || d < 1 || d > m->decoders)
+                return key_fail(r, key, "entry %d: expected a layer number 1..%d", k,
+                                m->decoders);
+            if (m->layer[(int)d].attn != ATTN_LINEAR)
+                return key_fail(r, key, "entry %d: layer %d is listed twice", k, (int)d);
+            m->layer[(int)d].attn = full;
+            k++;
+        }
+        return 0;
+    }
+    if (!get(r, "full_attention_interval")) return 0;
+    int every;
+    int rc = get_int(r, "full_attention_interval", true, 0, 1, &every);
+    if (rc) return rc;
+    for (int i = 0; i < m->decoders; i++)
+        if ((i + 1) % every) m->layer[i + 1].attn = ATTN_LINEAR;
+    return 0;
+}
+
 /* Per-layer attention kinds from a `layer_types` list ("full_attention",
  * "sliding_attention" (priced as full), "linear_attention"). */
 static int read_layer_types(const struct reader *r, struct model *m)
@@ -386,7 +449,7 @@ static int read_layer_types(const struct reader *r, struct model *m)
     const cJSON *types = get(r, "layer_types");
     enum attn_kind full = m->kv_lora_rank ? ATTN_MLA : ATTN_FULL;
     for (int i = 0; i < m->decoders; i++) m->layer[i + 1].attn = full;
-    if (!types) return 0;
+    if (!types) return read_full_attn_forms(r, m);
     if (!cJSON_IsArray(types) || cJSON_GetArraySize(types) != m->decoders)
         return key_fail(r, "layer_types", "expected a list of %d layer types (one per layer)",
                         m->decoders);
@@ -413,6 +476,9 @@ static int build_layers(const struct reader *r, struct model *m)
         return rc;
     pat.mlp_only = get(r, "mlp_only_layers");
 
+    if (m->decoders > MODEL_MAX_LAYERS)
+        return key_fail(r, is_gpt2(m) ? "n_layer" : "num_hidden_layers",
+                        "expected at most %d layers, got %d", MODEL_MAX_LAYERS, m->decoders);
     m->n_layers = m->decoders + 2;
     m->layer = mp_xcalloc((size_t)m->n_layers, sizeof *m->layer);
     if ((rc = read_layer_types(r, m))) return rc;
@@ -526,8 +592,20 @@ int model_load_json(struct model *m, const char *json, const char *origin,
     if (*p == '\0')
         return mp_fail(err, MP_ERR_INPUT, "%s: empty file; expected a JSON object "
                        "(a Hugging Face config.json)", origin);
+    /* JSON is UTF-8 (RFC 8259); cJSON passes any bytes through, and a name
+     * read from here would make our own JSON outputs invalid. */
+    size_t n = strlen(json), ok = mp_utf8_valid_prefix(json, n);
+    if (ok < n)
+        return mp_fail(err, MP_ERR_INPUT, "%s:%d: byte 0x%02x is not UTF-8: expected a UTF-8 "
+                       "JSON text", origin, line_of(json, json + ok),
+                       (unsigned char)json[ok]);
     const char *end = NULL;
+    /* cJSON keeps its last parse error in a global, written on every parse:
+     * sweeps load models from several threads at once. */
+    static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&parse_lock);
     cJSON *root = cJSON_ParseWithOpts(json, &end, 1);
+    pthread_mutex_unlock(&parse_lock);
     if (!root) return parse_error(json, end ? end : json, origin, err);
     if (!cJSON_IsObject(root)) {
         const char *what = cJSON_IsArray(root) ? "an array" : "a single value";
@@ -538,7 +616,17 @@ int model_load_json(struct model *m, const char *json, const char *origin,
 
     struct reader r = {origin, json, root, err};
     name_from_origin(m->name, sizeof m->name, origin);
-    int rc = detect_arch(&r, m);
+    int rc = 0;
+    /* cJSON keeps every duplicate and reads the first; a config that names a
+     * key twice is ambiguous, so which one the author meant is their call. */
+    for (const cJSON *a = root->child; a && !rc; a = a->next)
+        for (const cJSON *b = root->child; b != a && !rc; b = b->next)
+            if (strcmp(a->string, b->string) == 0) {
+                int first = key_line(&r, a->string), second = key_line_nth(&r, a->string, 1);
+                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: key %s: expected once, got it twice "
+                             "(lines %d and %d)", origin, second, a->string, first, second);
+            }
+    if (!rc) rc = detect_arch(&r, m);
     if (!rc) rc = is_gpt2(m) ? read_gpt2(&r, m) : read_llama(&r, m);
     if (!rc) rc = build_layers(&r, m);
     cJSON_Delete(root);
@@ -561,13 +649,21 @@ int model_load(struct model *m, const char *path, struct mp_error *err)
         len += got;
         if (got == 0) break;
     }
-    int bad = ferror(f);
+    int bad = ferror(f), e = errno;
     fclose(f);
     if (bad) {
         free(buf);
-        return mp_fail(err, MP_ERR_INPUT, "%s: cannot read model config", path);
+        return mp_fail(err, MP_ERR_INPUT, "%s: cannot read model config: %s", path,
+                       strerror(e));
     }
     buf[len] = '\0';
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) {
+        int line = line_of(buf, nul);
+        free(buf);
+        return mp_fail(err, MP_ERR_INPUT, "%s:%d: a NUL byte: expected a JSON text (is the "
+                       "file binary, or UTF-16?)", path, line);
+    }
     int rc = model_load_json(m, buf, path, err);
     free(buf);
     return rc;
@@ -673,6 +769,8 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
 
     memset(out, 0, sizeof *out);
     out->params = L->params / t;
+    bool ep_routed = L->moe && cp->ep > 1;
+    if (ep_routed) out->params = (L->params - L->expert_params) / t + L->expert_params / cp->ep;
 
     switch (L->kind) {
     case LAYER_EMBEDDING:
@@ -703,6 +801,7 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
     }
 
     double mm = 2 * tok * L->matmul_params;
+    if (ep_routed) mm -= 2 * tok * L->expert_params * m->experts_per_token / m->experts;
     double attn = attn_flops(m, L, s, b);
     out->flops_f = (mm + attn) / t;
     out->flops_b = (mm + 2 * attn) / t;
@@ -725,7 +824,7 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
         out->kv_bytes_per_token = ((double)m->kv_lora_rank + m->qk_rope_head_dim) * K;
     else
         /* Fewer KV heads than ranks: each rank keeps a replica of one. */
-        out->kv_bytes_per_token = 2 * (m->kv_heads >= t ? m->kv_heads / t : 1) *
+        out->kv_bytes_per_token = 2.0 * (m->kv_heads >= t ? m->kv_heads / t : 1) *
                                   m->head_dim * K;
 
     /* Memory traffic, kept simple: each pass reads the weights once (a MoE
@@ -734,7 +833,7 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
      * and the output gradient and writes the input gradient, W reads its
      * stash and writes weight gradients the size of the weights. */
     double experts_hit = 0;
-    if (L->moe) {
+    if (L->moe && !ep_routed) {
         double miss = pow(1.0 - (double)m->experts_per_token / m->experts, tok);
         experts_hit = L->expert_params * (1.0 - miss);
     }

@@ -85,6 +85,11 @@ struct cost_params {
     int weight_bits, activation_bits;
     int kv_bits;        /* KV cache / recurrent state precision */
     /* Any of the three bit widths left 0 means 16. */
+    /* Expert-parallel degree (0 or 1 = none). With ep > 1 a MoE layer's cost
+     * leaves out its routed experts, which sim/strategy/experts.c prices by
+     * the tokens each rank actually receives, and `params` counts the chip's
+     * share of them (experts ÷ ep, not ÷ tp). */
+    int ep;
 };
 
 struct layer_cost {

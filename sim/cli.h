@@ -12,6 +12,15 @@
 
 int cli_run(int argc, char **argv);
 int cli_list(int argc, char **argv);
+int cli_collective(int argc, char **argv); /* cli_collective.c */
+int cli_sweep(int argc, char **argv);
+int cli_search(int argc, char **argv);
+int cli_plot(int argc, char **argv);
+int cli_plan(int argc, char **argv);   /* cli_plan.c: layers onto chips by memory */
+
+/* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
+struct config;
+int cli_serve(const struct config *cfg, int json);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);

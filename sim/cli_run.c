@@ -15,6 +15,7 @@ static const char run_usage_text[] =
     "  --timeline OUT.csv       one row per op and memory change (mpsim-view reads it)\n"
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
+    "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
     "\n"
     "Outputs are written to a temporary file and renamed when complete.\n"
     "Scenario keys (`mpsim list keys` prints the same with current defaults):\n";
@@ -23,6 +24,7 @@ int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
     bool json = false, validate = false;
+    double tokens = 0;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
     for (int i = 0; i < argc; i++) {
@@ -35,8 +37,12 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
-        } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace")) {
+        } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
+                   !strcmp(a, "--tokens")) {
             if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
+            if (!strcmp(a, "--tokens") && cost_parse_tokens(argv[i + 1], &tokens))
+                return cli_usage_error("--tokens: expected a token count > 0 such as 1T, 300B "
+                                       "or 1e12, got '%s'", argv[i + 1]);
             if (!strcmp(a, "--timeline")) timeline = argv[i + 1];
             if (!strcmp(a, "--trace")) trace = argv[i + 1];
             i++;
@@ -56,9 +62,17 @@ int cli_run(int argc, char **argv)
     for (int i = 0; i < argc; i++)
         if (!strcmp(argv[i], "--set") && config_set(&cfg, argv[i + 1], "--set", &err))
             return cli_fail(&err);
+    /* An [inference] section (or any inference.* key) asks for serving. */
+    if (cfg.inference.present) {
+        if (timeline || trace)
+            return cli_usage_error("%s", "run: --timeline and --trace are not written for "
+                                   "serving runs yet");
+        return cli_serve(&cfg, json);
+    }
 
     struct sim s;
-    struct sim_options opts = { .record_memory = timeline || trace, .validate = validate };
+    struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
+                                .token_budget = tokens };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked for. */

@@ -79,3 +79,27 @@ const char *mp_data_dir(void)
     const char *home = getenv("MPSIM_HOME");
     return (home && *home) ? home : MPSIM_DATADIR;
 }
+
+size_t mp_utf8_valid_prefix(const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = u[i];
+        size_t len;
+        unsigned min, cp;
+        if (c < 0x80) { i++; continue; }
+        else if ((c & 0xe0) == 0xc0) { len = 2; min = 0x80; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { len = 3; min = 0x800; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { len = 4; min = 0x10000; cp = c & 0x07; }
+        else return i;
+        if (i + len > n) return i;
+        for (size_t k = 1; k < len; k++) {
+            if ((u[i + k] & 0xc0) != 0x80) return i;
+            cp = (cp << 6) | (u[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+        i += len;
+    }
+    return n;
+}

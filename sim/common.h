@@ -19,6 +19,12 @@ typedef int64_t mp_time;
 #define MP_PS_PER_MS ((mp_time)1000000000)
 #define MP_PS_PER_S  ((mp_time)1000000000000)
 
+/* The longest single duration anything computes (2^62 ps, about 53 days):
+ * op times that would exceed it from the user's numbers (a crawling chip, a
+ * huge seq_len) saturate here instead of wrapping, so a sum of two still fits
+ * in int64, and sim_run reports a step past int64 as an input error. */
+#define MP_TIME_HUGE ((mp_time)1 << 62)
+
 /* Seconds (double) from picoseconds, for reports only; never for the engine. */
 static inline double mp_seconds(mp_time t) { return (double)t / 1e12; }
 
@@ -63,6 +69,12 @@ char *mp_xstrdup(const char *s);
             (cap) = mp_newcap_;                                             \
         }                                                                   \
     } while (0)
+
+/* Length of the longest valid UTF-8 prefix of s[0..n): n when all of it is
+ * valid (no overlongs, surrogates or code points past U+10FFFF). Files are
+ * checked with it so that names read from them never turn the JSON, CSV and
+ * trace outputs, which must be UTF-8, into invalid files. */
+size_t mp_utf8_valid_prefix(const char *s, size_t n);
 
 /* The folder holding the project's presets (models/, hardware/, scenarios/):
  * $MPSIM_HOME if set, else the source tree the binary was built from. */

@@ -32,6 +32,14 @@
 #include "units.h"
 
 #define DEGREE_MAX 1e6
+/* Caps on durations and sizes, so that arithmetic on them cannot leave int64
+ * picoseconds or lose whole bytes in a double: 10^6 s (11.6 days) for one op
+ * and 2^60 bytes (1 EiB). Beyond them a value is a typo, not a machine. */
+#define DURATION_MAX ((mp_time)1000000 * MP_PS_PER_S)
+#define SIZE_MAX_BYTES 0x1p60
+/* Bounds on what one run may ask for; see config_check. */
+#define CHIPS_MAX 16777216.0
+#define STAGE_PASSES_MAX 8388608.0
 
 /* Ranges are inclusive; "1, 0" (min > max) means the key has none. */
 #define KEY(n, t, field, def, ch, lo, hi, d)                                  \
@@ -60,6 +68,9 @@ const struct config_key config_keys[] = {
         NULL, 1, 0, "weight-gradient (W) time of one microbatch on one stage"),
     KEY("synthetic.hop", CONFIG_DURATION, synthetic.hop, "0", NULL, 1, 0,
         "delay of each stage-to-stage hand-off"),
+    KEY("synthetic.forward_backward", CONFIG_DURATION, synthetic.forward_backward, "0", NULL,
+        1, 0, "DualPipe's overlapped F&B op (forward of one microbatch hidden behind the "
+        "backward of another), split over chunks like the times above; 0 = F + B + W"),
     KEY("synthetic.activation", CONFIG_SIZE, synthetic.activation, "1GiB", NULL,
         1, 0, "bytes one forward stashes on a stage until its backward"),
     KEY("synthetic.activation_w", CONFIG_SIZE, synthetic.activation_w, "0", NULL,
@@ -82,6 +93,10 @@ const struct config_key config_keys[] = {
         "virtual pipeline chunks per stage (interleaving)"),
     KEY("parallel.sp", CONFIG_BOOL, parallel.sp, "false", NULL, 1, 0,
         "sequence parallelism alongside tensor parallelism"),
+    KEY("parallel.tsp", CONFIG_BOOL, parallel.tsp, "false", NULL, 1, 0,
+        "fold tensor and sequence parallelism on one axis of degree parallel.tp (TSP)"),
+    KEY("parallel.tp_overlap", CONFIG_BOOL, parallel.tp_overlap, "false", NULL, 1, 0,
+        "overlap the backward TP all-reduce with the weight-gradient GEMMs (Megatron)"),
     KEY("training.global_batch", CONFIG_INT, training.global_batch, "8", NULL, 1,
         INT_MAX, "sequences per step, over all data-parallel replicas"),
     KEY("training.micro_batch", CONFIG_INT, training.micro_batch, "1", NULL, 1, INT_MAX,
@@ -92,8 +107,91 @@ const struct config_key config_keys[] = {
         "none|selective|full", 1, 0, "activation recomputation"),
     KEY("training.zero", CONFIG_INT, training.zero, "0", NULL, 0, 3,
         "ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights sharded"),
+    KEY("training.dp_overlap", CONFIG_BOOL, training.dp_overlap, "true", NULL, 1, 0,
+        "sync gradient buckets during the last backward instead of after it"),
+    KEY("training.dp_bucket", CONFIG_SIZE, training.dp_bucket, "160MB", NULL, 1e3, 1e15,
+        "gradient bytes per data-parallel bucket (Megatron: 40M fp32 params)"),
+    KEY("training.memory_limit", CONFIG_MEM_AMOUNT, training.memory_limit, "0", NULL, 0,
+        DEGREE_MAX, "zb-auto's activation limit per device: a number counts one microbatch's "
+        "activations on a stage (M_B; 1F1B holds pp), a size (40GB) is bytes; 0 = pp × M_B"),
+    /* [inference]: serving (sim/serve.h, docs/serving.md). Any of these keys
+     * makes `mpsim run` simulate serving instead of a training step. */
+    KEY("inference.rate", CONFIG_DOUBLE, inference.rate, "5", NULL, 1e-6, 1e12,
+        "Poisson arrival rate, requests per second"),
+    KEY("inference.requests", CONFIG_INT, inference.requests, "100", NULL, 1, 10000000,
+        "requests to generate (Poisson arrivals)"),
+    KEY("inference.arrivals", CONFIG_ENUM, inference.arrivals, "poisson", "poisson|trace",
+        1, 0, "where requests come from: Poisson at inference.rate, or inference.trace"),
+    KEY("inference.trace", CONFIG_STRING, inference.trace, "none", NULL, 1, 0,
+        "CSV of requests: arrival_s,prompt_tokens,output_tokens (arrivals = trace)"),
+    KEY("inference.prompt_dist", CONFIG_ENUM, inference.prompt_dist, "fixed",
+        "fixed|uniform|lognormal", 1, 0,
+        "prompt lengths: prompt_len; uniform in [prompt_min, prompt_max]; lognormal "
+        "with median prompt_len and prompt_sigma"),
+    KEY("inference.prompt_len", CONFIG_INT, inference.prompt_len, "512", NULL, 1, INT_MAX,
+        "prompt tokens (fixed), or the lognormal median"),
+    KEY("inference.prompt_min", CONFIG_INT, inference.prompt_min, "1", NULL, 1, INT_MAX,
+        "shortest prompt (uniform; clamps lognormal)"),
+    KEY("inference.prompt_max", CONFIG_INT, inference.prompt_max, "0", NULL, 0, INT_MAX,
+        "longest prompt (uniform; clamps lognormal); 0 = context_len - 1"),
+    KEY("inference.prompt_sigma", CONFIG_DOUBLE, inference.prompt_sigma, "0.5", NULL, 0, 10,
+        "sigma of ln(prompt tokens) (lognormal)"),
+    KEY("inference.output_dist", CONFIG_ENUM, inference.output_dist, "fixed",
+        "fixed|uniform|lognormal", 1, 0,
+        "output lengths, as prompt_dist with the output_* keys"),
+    KEY("inference.output_len", CONFIG_INT, inference.output_len, "128", NULL, 1, INT_MAX,
+        "output tokens (fixed), or the lognormal median"),
+    KEY("inference.output_min", CONFIG_INT, inference.output_min, "1", NULL, 1, INT_MAX,
+        "fewest output tokens (uniform; clamps lognormal)"),
+    KEY("inference.output_max", CONFIG_INT, inference.output_max, "0", NULL, 0, INT_MAX,
+        "most output tokens (uniform; clamps lognormal); 0 = what context_len leaves"),
+    KEY("inference.output_sigma", CONFIG_DOUBLE, inference.output_sigma, "0.5", NULL, 0, 10,
+        "sigma of ln(output tokens) (lognormal)"),
+    KEY("inference.micro_batch", CONFIG_INT, inference.micro_batch, "1", NULL, 1, 1000000,
+        "requests per microbatch"),
+    KEY("inference.inflight", CONFIG_INT, inference.inflight, "0", NULL, 0, 1000000,
+        "microbatches circulating in the pipeline; 0 = one per stage"),
+    KEY("inference.token_budget", CONFIG_INT, inference.token_budget, "2048", NULL, 1,
+        INT_MAX, "tokens one microbatch may carry through a pass (decode counts 1 each)"),
+    KEY("inference.chunked_prefill", CONFIG_BOOL, inference.chunked_prefill, "true", NULL,
+        1, 0, "split prompts over passes to stay within token_budget"),
+    KEY("inference.context_len", CONFIG_INT, inference.context_len, "8192", NULL, 2,
+        INT_MAX, "most tokens (prompt + output) a request holds; sizes the plan's KV reserve"),
+    KEY("inference.concurrency", CONFIG_INT, inference.concurrency, "0", NULL, 0, INT_MAX,
+        "requests the plan reserves KV/state for at context_len (0 = as many as a chip "
+        "holding one layer fits); also a cap on admitted requests when set"),
+    KEY("inference.horizon", CONFIG_DURATION, inference.horizon, "0", NULL, 1, 0,
+        "stop serving at this simulated time; 0 = when every request is done"),
+    KEY("inference.placement", CONFIG_ENUM, inference.placement, "plan", "plan|even", 1, 0,
+        "stages: plan = `mpsim plan` by memory; even = parallel.pp equal slices"),
+    /* [experts]: expert parallelism (sim/strategy/experts.h, docs/experts.md). */
+    KEY("experts.routing", CONFIG_ENUM, experts.routing, "uniform", "uniform|zipf|dirichlet|trace",
+        1, 0, "how tokens pick experts, per microbatch and MoE layer (seeded from run.seed)"),
+    KEY("experts.skew", CONFIG_DOUBLE, experts.skew, "1", NULL, 0, 10,
+        "Zipf exponent of expert popularity (routing = zipf; 0 = uniform)"),
+    KEY("experts.concentration", CONFIG_DOUBLE, experts.concentration, "1", NULL, 1e-3, 1e6,
+        "Dirichlet concentration of expert popularity (routing = dirichlet; large = even)"),
+    KEY("experts.trace", CONFIG_STRING, experts.trace, "none", NULL, 1, 0,
+        "CSV of expert loads, one row per MoE layer, one column per expert (routing = trace)"),
+    KEY("experts.capacity_factor", CONFIG_DOUBLE, experts.capacity_factor, "0", NULL, 0, 1000,
+        "tokens an expert accepts ÷ tokens × top-k / experts; the rest are dropped; 0 = dropless"),
+    KEY("experts.redundant", CONFIG_INT, experts.redundant, "0", NULL, 0, DEGREE_MAX,
+        "extra copies of the hottest experts, placed on the least-loaded EP ranks"),
+    KEY("experts.max_nodes", CONFIG_INT, experts.max_nodes, "0", NULL, 0, DEGREE_MAX,
+        "nodes one token's experts may span (node-limited routing); 0 = the model's topk_group"),
+    KEY("experts.all_to_all", CONFIG_ENUM, experts.all_to_all, "auto", "auto|direct|hierarchical",
+        1, 0, "dispatch/combine path: direct, or across nodes to the same-index GPU then NVLink"),
+    KEY("experts.dispatch_bits", CONFIG_INT, experts.dispatch_bits, "0", NULL, 0, 32,
+        "bits per element the dispatch sends (DeepSeek-V3: 8); 0 = model.activation_bits"),
+    KEY("experts.show_ranks", CONFIG_BOOL, experts.show_ranks, "false", NULL, 1, 0,
+        "also put every EP rank's expert GEMMs on its own chip (for the viewer; small groups)"),
     KEY("run.seed", CONFIG_U64, run.seed, "1", NULL, 1, 0,
         "seed of the run's random number generator"),
+    KEY("run.fidelity", CONFIG_ENUM, run.fidelity, "fast", "fast|detailed", 1, 0,
+        "fast: a collective is one op priced alpha-beta; detailed: its transfers"),
+    KEY("run.collective", CONFIG_ENUM, run.collective, "auto",
+        "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
+        "collective algorithm for TP, DP and TSP collectives"),
     {.name = NULL},
 };
 
@@ -296,10 +394,16 @@ static void describe(const struct config_key *k, char *buf, size_t size)
     }
     case CONFIG_U64: snprintf(buf, size, "a whole number ≥ 0"); break;
     case CONFIG_BOOL: snprintf(buf, size, "%s", units_expect_bool); break;
-    case CONFIG_DURATION: snprintf(buf, size, "%s", units_expect_duration); break;
-    case CONFIG_SIZE: snprintf(buf, size, "%s", units_expect_size); break;
+    case CONFIG_DURATION:
+        snprintf(buf, size, "%s, at most 1000000s", units_expect_duration);
+        break;
+    case CONFIG_SIZE: snprintf(buf, size, "%s, at most 1024PiB", units_expect_size); break;
     case CONFIG_STRING:
         snprintf(buf, size, "a name or path of 1 to %zu characters", k->size - 1);
+        break;
+    case CONFIG_MEM_AMOUNT:
+        snprintf(buf, size, "a count of microbatch activations from %g to %g (such as 8) or "
+                 "a size with a unit (such as 40GB or 16GiB)", k->min, k->max);
         break;
     case CONFIG_ENUM:
         snprintf(buf, size, "one of ");
@@ -404,8 +508,18 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
         }
         case CONFIG_U64: ok = parse_u64(text, (uint64_t *)p) == 0; break;
         case CONFIG_BOOL: ok = units_parse_bool(text, (bool *)p) == 0; break;
-        case CONFIG_DURATION: ok = units_parse_duration(text, (mp_time *)p) == 0; break;
-        case CONFIG_SIZE: ok = units_parse_size(text, (double *)p) == 0; break;
+        case CONFIG_DURATION: {
+            mp_time v;
+            ok = units_parse_duration(text, &v) == 0 && v <= DURATION_MAX;
+            if (ok) *(mp_time *)p = v;
+            break;
+        }
+        case CONFIG_SIZE: {
+            double v;
+            ok = units_parse_size(text, &v) == 0 && v <= SIZE_MAX_BYTES;
+            if (ok) *(double *)p = v;
+            break;
+        }
         case CONFIG_DOUBLE: {
             double v;
             ok = units_parse_double(text, &v) == 0 &&
@@ -417,6 +531,21 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
             ok = n > 0 && n < k->size;
             if (ok) memcpy(p, text, n + 1);
             break;
+        case CONFIG_MEM_AMOUNT: {
+            /* A bare number counts M_B; anything else must be a size, and
+             * units_parse_size would take a bare number as bytes, so the
+             * number is tried first. */
+            struct config_mem_amount *a = p;
+            double v;
+            if (units_parse_double(text, &v) == 0) {
+                ok = v >= k->min && v <= k->max;
+                if (ok) *a = (struct config_mem_amount){ .value = v, .bytes = false };
+            } else {
+                ok = units_parse_size(text, &v) == 0;
+                if (ok) *a = (struct config_mem_amount){ .value = v, .bytes = true };
+            }
+            break;
+        }
         case CONFIG_ENUM: {
             int i = enum_index(k->choices, text);
             ok = i >= 0;
@@ -425,7 +554,11 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
         }
         }
     }
-    if (ok) return MP_OK;
+    if (ok) {
+        /* Any inference key turns the scenario into a serving one. */
+        if (strncmp(k->name, "inference.", 10) == 0) cfg->inference.present = true;
+        return MP_OK;
+    }
 
     char expect[256], prefix[CONFIG_STR + 32];
     describe(k, expect, sizeof expect);
@@ -442,6 +575,7 @@ void config_defaults(struct config *cfg)
         assert(rc == MP_OK && "a default in config_keys[] does not parse");
         (void)rc;
     }
+    cfg->inference.present = false; /* defaults are not a request to serve */
 }
 
 int config_set(struct config *cfg, const char *assignment, const char *where,
@@ -512,6 +646,13 @@ void config_format_value(const struct config *cfg, const struct config_key *k, c
     case CONFIG_DOUBLE: format_double(*(const double *)p, buf, size); break;
     case CONFIG_STRING: snprintf(buf, size, "%s", (const char *)p); break;
     case CONFIG_ENUM: enum_name(k->choices, *(const int *)p, buf, size); break;
+    case CONFIG_MEM_AMOUNT: {
+        /* Bytes keep a unit so that they read back as bytes, not as M_B. */
+        const struct config_mem_amount *a = p;
+        format_double(a->value, buf, size);
+        if (a->bytes) append(buf, size, "B");
+        break;
+    }
     }
 }
 
@@ -532,6 +673,9 @@ int config_check(const struct config *cfg, struct mp_error *err)
             char tmp[64];
             enum_name(k->choices, *(const int *)p, tmp, sizeof tmp);
             ok = enum_index(k->choices, tmp) == *(const int *)p;
+        } else if (k->type == CONFIG_MEM_AMOUNT) {
+            const struct config_mem_amount *a = p;
+            ok = isfinite(a->value) && a->value >= 0 && (a->bytes || a->value <= k->max);
         } else if (k->type == CONFIG_STRING) {
             ok = *(const char *)p != '\0';
         }
@@ -543,6 +687,14 @@ int config_check(const struct config *cfg, struct mp_error *err)
                            k->name, value, expect);
         }
     }
+    if (!(cfg->training.dp_bucket >= 1e3))
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%skey training.dp_bucket = %g bytes: expected a size of at least 1KB",
+                       prefix, cfg->training.dp_bucket);
+    if (cfg->parallel.tsp && cfg->parallel.sp)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%sparallel.tsp = true and parallel.sp = true: expected one of them "
+                       "(TSP already splits the sequence over the parallel.tp ranks)", prefix);
     long long per_step = (long long)cfg->training.micro_batch * cfg->parallel.dp;
     if (cfg->training.global_batch % per_step != 0)
         return mp_fail(err, MP_ERR_INPUT,
@@ -550,6 +702,36 @@ int config_check(const struct config *cfg, struct mp_error *err)
                        "training.micro_batch × parallel.dp = %d × %d = %lld",
                        prefix, cfg->training.global_batch, cfg->training.micro_batch,
                        cfg->parallel.dp, per_step);
+    /* Products of degrees, in double since each may be 10^6: the chip count
+     * must fit the int the system and the engine index chips with, and the
+     * work (a few ops per stage pass: pp × vpp × microbatches of them) must
+     * fit memory: 2^23 passes take about 4 GB and 10 s. */
+    double chips = (double)cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
+    if (chips > CHIPS_MAX)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%sparallel.tp × parallel.pp × parallel.dp = %d × %d × %d = %.0f chips: "
+                       "expected at most %.0f", prefix, cfg->parallel.tp, cfg->parallel.pp,
+                       cfg->parallel.dp, chips, CHIPS_MAX);
+    double passes = (double)cfg->parallel.pp * cfg->parallel.vpp *
+                    (double)(cfg->training.global_batch / per_step);
+    if (passes > STAGE_PASSES_MAX)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%sparallel.pp × parallel.vpp × microbatches = %d × %d × %lld = %.0f "
+                       "stage passes: expected at most %.0f (lower training.global_batch or "
+                       "raise training.micro_batch)", prefix, cfg->parallel.pp, cfg->parallel.vpp,
+                       cfg->training.global_batch / per_step, passes, STAGE_PASSES_MAX);
+    /* EP draws its ranks from the tp × dp chips of a stage (Megatron's
+     * expert parallelism inside data parallelism, experts not TP-split). */
+    if (cfg->parallel.ep > 1 &&
+        ((long long)cfg->parallel.tp * cfg->parallel.dp) % cfg->parallel.ep != 0)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%skey parallel.ep = %d: expected a divisor of parallel.tp × parallel.dp "
+                       "= %d × %d (EP ranks are drawn from a stage's TP and DP ranks)", prefix,
+                       cfg->parallel.ep, cfg->parallel.tp, cfg->parallel.dp);
+    if (cfg->experts.dispatch_bits != 0 && cfg->experts.dispatch_bits < 4)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%skey experts.dispatch_bits = %d: expected 0 (= model.activation_bits) "
+                       "or 4 to 32", prefix, cfg->experts.dispatch_bits);
     if (cfg->model.kind == MODEL_SYNTHETIC &&
         cfg->synthetic.activation_w > cfg->synthetic.activation) {
         char w[64], a[64];
@@ -650,7 +832,15 @@ static char *loader_read(char *str, int num, void *stream)
     }
     ld->line++;
     char *s = ld->buf;
-    size_t n = strlen(s); /* not `got`: an embedded NUL ends the line */
+    size_t n = strlen(s);
+    /* A NUL byte would silently cut the line short (and inih would never see
+     * the rest): a scenario is text, so say it is not. */
+    if (n < (size_t)got) {
+        mp_fail(ld->err, MP_ERR_INPUT, "%s:%d: a NUL byte at column %zu: expected a text "
+                "file (is it binary, or UTF-16?)", ld->path, ld->line, n + 1);
+        loader_fail(ld, MP_ERR_INPUT);
+        return NULL;
+    }
     while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
     if (ld->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0) s += 3, n -= 3; /* BOM */
     while (isspace((unsigned char)*s)) s++, n--;

@@ -17,8 +17,21 @@
 
 enum model_kind { MODEL_TRANSFORMER, MODEL_SYNTHETIC };
 enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
+/* [inference] choices, in the key table's order (sim/serve.h). */
+enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
+enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
+enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
 
 #define CONFIG_STR 512
+
+/* A memory amount written either as a plain number, counting one
+ * microbatch's stashed activations (M_B), or as a size with a unit (bytes):
+ * "8" or "40GB". Which one depends on what the number is compared with, so
+ * both forms are kept as written and the user of the key converts. */
+struct config_mem_amount {
+    double value;
+    bool bytes;   /* value is in bytes (written with a unit), else in M_B */
+};
 
 struct config {
     char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
@@ -37,6 +50,7 @@ struct config {
     struct {
         mp_time forward, backward_input, backward_weight;
         mp_time hop;          /* delay of each stage-to-stage hand-off */
+        mp_time forward_backward; /* DualPipe's overlapped F&B op; 0 = F + B + W */
         double activation;    /* bytes one forward stashes on a stage (M_B) */
         double activation_w;  /* of those, bytes only W needs (M_W, freed by W) */
         double weights;       /* bytes of weights per stage (static) */
@@ -50,6 +64,8 @@ struct config {
     struct {
         int tp, pp, dp, ep, vpp;
         bool sp;
+        bool tsp;           /* TP and SP folded on one axis of degree tp (cases.md §2) */
+        bool tp_overlap;    /* backward TP all-reduce overlaps the weight-grad GEMMs */
     } parallel;
 
     struct {
@@ -58,10 +74,53 @@ struct config {
         char schedule[64];  /* a registered pipeline schedule name */
         int recompute;      /* enum recompute_kind */
         int zero;           /* ZeRO stage 0..3 */
+        bool dp_overlap;    /* gradient buckets sync during the last backward */
+        double dp_bucket;   /* bytes of gradients per DP bucket */
+        struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
     } training;
+
+    /* Serving (sim/serve.h). `present` is set when any inference.* key is
+     * given (file or --set): `mpsim run` then simulates serving. */
+    struct config_inference {
+        bool present;
+        double rate;          /* Poisson arrivals per second */
+        int requests;         /* requests to generate (Poisson) */
+        int arrivals;         /* enum serve_arrivals: poisson | trace */
+        char trace[CONFIG_STR]; /* CSV: arrival_s, prompt_tokens, output_tokens */
+        int prompt_dist, output_dist; /* enum serve_dist: fixed | uniform | lognormal */
+        int prompt_len, prompt_min, prompt_max;
+        double prompt_sigma;
+        int output_len, output_min, output_max;
+        double output_sigma;
+        int micro_batch;      /* requests per microbatch */
+        int inflight;         /* microbatches in flight; 0 = one per stage */
+        int token_budget;     /* tokens per microbatch pass */
+        bool chunked_prefill;
+        int context_len;      /* tokens a request may hold; sizes the plan's KV reserve */
+        int concurrency;      /* requests the plan reserves KV for; 0 = auto */
+        mp_time horizon;      /* stop serving here; 0 = when every request is done */
+        int placement;        /* enum serve_placement: plan | even */
+    } inference;
+
+    /* Expert parallelism (sim/strategy/experts.h): how tokens pick experts
+     * and how the EP group moves them. */
+    struct {
+        int routing;          /* enum ep_routing: uniform | zipf | dirichlet | trace */
+        double skew;          /* Zipf exponent (routing = zipf) */
+        double concentration; /* Dirichlet α of every expert (routing = dirichlet) */
+        char trace[CONFIG_STR]; /* CSV of expert loads (routing = trace) */
+        double capacity_factor; /* tokens an expert takes ÷ its even share; 0 = dropless */
+        int redundant;        /* extra copies of the hottest experts */
+        int max_nodes;        /* nodes one token may reach; 0 = the model's topk_group */
+        int all_to_all;       /* enum ep_a2a: auto | direct | hierarchical */
+        int dispatch_bits;    /* bits per element of the dispatch; 0 = activation_bits */
+        bool show_ranks;      /* put every EP rank's expert GEMMs on its own chip */
+    } experts;
 
     struct {
         uint64_t seed;
+        int fidelity;       /* enum fidelity (collective.h): fast | detailed */
+        int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
     } run;
 };
 
@@ -74,6 +133,7 @@ enum config_type {
     CONFIG_DOUBLE,
     CONFIG_STRING,   /* char[CONFIG_STR] or smaller, see `size` */
     CONFIG_ENUM,     /* int, one of `choices` ("none|selective|full") */
+    CONFIG_MEM_AMOUNT, /* struct config_mem_amount: "8" (× M_B, in min..max) or "40GB" */
 };
 
 struct config_key {

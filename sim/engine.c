@@ -93,7 +93,8 @@ static void try_start(struct engine *e, int s)
     int id = g->stream_ops[e->next[s]];
     if (e->pending[id] > 0 || e->waiting[id]) return;
     const struct op *o = &g->ops[id];
-    const int32_t *route = g->route + o->route_off;
+    /* A graph with no transfers has no route array: NULL + 0 is undefined. */
+    const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
     for (int i = 0; i < o->route_len; i++) {
         if (e->link_holder[route[i]] != NONE) {
             link_enqueue(e, route[i], id);
@@ -137,7 +138,7 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
     int s = stream_of(o);
     e->busy[s] = false;
     if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
-    const int32_t *route = g->route + o->route_off;
+    const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
     for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
     for (int k = g->succ_off[id]; k < g->succ_off[id + 1]; k++) {
         int next = g->succ[k];

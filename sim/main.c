@@ -1,5 +1,6 @@
 /* main.c — the `mpsim` command: pick the subcommand (cli_*.c) and return
  * its exit status (DESIGN.md §4). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,14 +14,22 @@ static const char usage_text[] =
     "usage:\n"
     "  mpsim run SCENARIO.ini [--set section.key=value]... [--json]\n"
     "            [--timeline OUT.csv] [--trace OUT.json] [--validate]\n"
+    "  mpsim plan SCENARIO.ini [--set section.key=value]... [--json]\n"
+    "  mpsim sweep SCENARIO.ini --vary section.key=v1,v2,... [--vary ...] --out OUT.csv\n"
+    "            [--jobs N] [--resume] [--best METRIC] [--pareto X,Y]\n"
+    "  mpsim search SCENARIO.ini --chips N [--top N]   best layouts for N chips\n"
+    "  mpsim plot SWEEP.csv --x KEY --y METRIC [--by KEY] --out FILE.png|svg|pdf\n"
     "  mpsim list models|chips|systems|schedules|keys\n"
+    "  mpsim collective --system S --op all_reduce --bytes 8GiB --chips N [--sweep]\n"
     "  mpsim --help | mpsim run --help | mpsim --version\n"
     "\n"
     "A scenario is an INI file naming a model (a Hugging Face config.json or a\n"
     "preset), a system (chips and how they are wired) and a parallel layout.\n"
     "`mpsim run` simulates one training step op by op and prints the step time,\n"
     "tokens/s, MFU, the pipeline bubble and a per-stage table of busy time and\n"
-    "peak memory. Try:\n"
+    "peak memory; with an [inference] section it simulates serving requests\n"
+    "(TTFT, TPOT, throughput, in flight, KV). `mpsim plan` places a model's\n"
+    "layers on chips by memory. Try:\n"
     "\n"
     "  mpsim run scenarios/teach-bubbles.ini\n"
     "  mpsim run scenarios/teach-bubbles.ini --set training.schedule=1f1b\n"
@@ -37,8 +46,25 @@ struct command {
 static const struct command commands[] = {
     { "run", cli_run },
     { "list", cli_list },
+    { "collective", cli_collective },
+    { "sweep", cli_sweep },
+    { "search", cli_search },
+    { "plot", cli_plot },
+    { "plan", cli_plan },
     { NULL, NULL },
 };
+
+/* Reports go to stdout through stdio's buffer; a full disk or a closed pipe
+ * shows only when it is flushed. Without this check such a run would exit 0
+ * with its result lost (issue 8). */
+static int finish(int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "mpsim: standard output: write failed: %s\n", strerror(errno));
+        return rc ? rc : MP_ERR_INTERNAL;
+    }
+    return rc;
+}
 
 int main(int argc, char **argv)
 {
@@ -56,6 +82,6 @@ int main(int argc, char **argv)
         return MP_OK;
     }
     for (const struct command *c = commands; c->name; c++)
-        if (!strcmp(cmd, c->name)) return c->run(argc - 2, argv + 2);
+        if (!strcmp(cmd, c->name)) return finish(c->run(argc - 2, argv + 2));
     return cli_usage_error("unknown command '%s'; see `mpsim --help` for the commands", cmd);
 }

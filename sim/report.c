@@ -49,6 +49,76 @@ static void fmt_bytes(char *buf, size_t size, double b)
     else snprintf(buf, size, "%.0f B", b);
 }
 
+/* Expert parallelism's figures (experts.h): the step split into compute,
+ * exposed all-to-all, other exposed comm and bubble (means over stages:
+ * bubble = step − busy − exposed comm), the all-to-all's whole time on the
+ * lanes, hidden or not, and routing per MoE layer. */
+struct ep_split { double compute, a2a_exposed, other_exposed, bubble, a2a_total; };
+
+static struct ep_split ep_split(const struct sim *s)
+{
+    const struct sim_result *r = &s->res;
+    struct ep_split x = { 0 };
+    if (!r->stage || r->stages == 0) return x;
+    double step = mp_seconds(r->step_time);
+    for (int d = 0; d < r->stages; d++) x.compute += mp_seconds(r->stage[d].busy) / r->stages;
+    x.a2a_exposed = r->exposed_comm_s[COMM_EP];
+    x.other_exposed = r->exposed_comm_s[COMM_TP] + r->exposed_comm_s[COMM_PP] +
+                      r->exposed_comm_s[COMM_DP];
+    x.bubble = step - x.compute - x.a2a_exposed - x.other_exposed;
+    if (x.bubble < 1e-12) x.bubble = 0; /* rounding of the sums */
+    for (int i = 0; i < s->g.n_ops; i++)
+        if (s->g.ops[i].comm == COMM_EP)
+            x.a2a_total += mp_seconds(s->e.end[i] - s->e.start[i]) / r->stages;
+    return x;
+}
+
+static void report_experts_text(FILE *f, const struct sim *s)
+{
+    const struct ep_plan *p = &s->experts;
+    const struct config *c = &s->cfg;
+    const struct sim_result *r = &s->res;
+    double step = mp_seconds(r->step_time);
+    struct ep_split x = ep_split(s);
+    double pct = step > 0 ? 100 / step : 0;
+    fprintf(f, "step split  compute %.4g s (%.1f%%), exposed all-to-all %.4g s (%.1f%%), other "
+               "exposed comm %.4g s (%.1f%%), bubble %.4g s (%.1f%%); means over stages\n",
+            x.compute, x.compute * pct, x.a2a_exposed, x.a2a_exposed * pct, x.other_exposed,
+            x.other_exposed * pct, x.bubble, x.bubble * pct);
+    fprintf(f, "per chip    %.6g tokens/s per chip\n", r->n_chips ? r->tokens_per_s / r->n_chips : 0);
+    fprintf(f, "all-to-all  %.4g s per stage lane in all (%.1f%% of the step), %.4g s of it exposed; "
+               "%s path, %.3g MB dispatched per rank per layer, %.2f nodes per token\n",
+            x.a2a_total, x.a2a_total * pct, x.a2a_exposed,
+            p->a2a == EP_A2A_HIERARCHICAL ? "hierarchical" : "direct", p->bytes_per_rank / 1e6,
+            p->nodes_per_token);
+    fprintf(f, "experts     ep %d over %d node%s × %d, %d experts (%d per rank%s), top-%d, routing %s",
+            p->ep, p->nodes, p->nodes > 1 ? "s" : "", p->per_node, p->experts, p->experts / p->ep,
+            c->experts.redundant ? " + redundant copies" : "", p->k,
+            experts_routing_name(c->experts.routing));
+    if (c->experts.routing == EP_ZIPF) fprintf(f, " (skew %g)", c->experts.skew);
+    if (c->experts.routing == EP_DIRICHLET) fprintf(f, " (concentration %g)", c->experts.concentration);
+    if (c->experts.capacity_factor > 0) fprintf(f, ", capacity factor %g", c->experts.capacity_factor);
+    else fprintf(f, ", dropless");
+    fputc('\n', f);
+    double imb = 0, imb_max = 0, dropped = 0, assigned = 0;
+    for (int i = 0; i < p->n_moe; i++) {
+        imb += p->stats[i].imbalance_mean / p->n_moe;
+        if (p->stats[i].imbalance_max > imb_max) imb_max = p->stats[i].imbalance_max;
+        dropped += p->stats[i].dropped;
+        assigned += p->stats[i].assigned;
+    }
+    fprintf(f, "imbalance   busiest rank ÷ mean rank %.3f on average, %.3f at worst; dropped %.0f of "
+               "%.0f token-expert assignments (%.2f%%)\n", imb, imb_max, dropped, assigned,
+            assigned > 0 ? 100 * dropped / assigned : 0);
+    fprintf(f, "\n%-6s %-14s %-12s %-12s %-10s %-10s %-12s\n", "layer", "tok/expert min", "mean",
+            "max", "imbalance", "worst", "dropped");
+    for (int i = 0; i < p->n_moe; i++) {
+        const struct ep_layer_stats *st = &p->stats[i];
+        fprintf(f, "%-6d %-14.0f %-12.1f %-12.0f %-10.3f %-10.3f %-12.0f\n", st->layer, st->tok_min,
+                st->tok_mean, st->tok_max, st->imbalance_mean, st->imbalance_max, st->dropped);
+    }
+}
+
 static const char *recompute_name(int r)
 {
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
@@ -80,22 +150,37 @@ void report_text(FILE *f, const struct sim *s)
     }
     fmt_time(a, sizeof a, r->step_time);
     fprintf(f, "\nstep time   %s", a);
-    if (r->has_formula) {
+    if (r->has_formula && r->formula_step > 0) {
         fmt_time(b, sizeof b, r->formula_step);
         fprintf(f, "    (closed form %s)", b);
     }
     fprintf(f, "\nbubble      %.4f", r->bubble);
-    if (r->has_formula)
-        fprintf(f, "      (closed form %s = %.4f, simulated %.4f)", r->formula_text,
-                r->formula_bubble, r->bubble);
     fmt_time(a, sizeof a, r->max_span);
     fprintf(f, "\n            %.4f over the largest stage span (%s)\n", r->bubble_span, a);
+    if (r->has_formula) fprintf(f, "closed form %s\n", r->formula_text);
     fprintf(f, "tokens/s    %.6g\n", r->tokens_per_s);
     if (s->has_model)
         fprintf(f, "MFU         %.2f%%   HFU %.2f%%   (%.4g model FLOPs per step)\n", 100 * r->mfu,
                 100 * r->hfu, r->model_flops);
     else
         fprintf(f, "MFU         n/a (a synthetic model has no FLOP count)\n");
+    const struct cost *co = &r->cost;
+    if (co->basis != COST_UNKNOWN)
+        fprintf(f, "cost        $%.4g per step, $%.4g per million tokens (%s, $%.4g per chip-hour)\n",
+                co->usd_per_step, co->usd_per_mtok, cost_basis_name(co->basis),
+                co->usd_per_chip_hour);
+    else
+        fprintf(f, "cost        n/a (hardware/chips.csv has no price for %s)\n", s->sys.chip.name);
+    fprintf(f, "budget      %.4g tokens: %.4g chip-hours, %.4g days", co->budget_tokens,
+            co->budget_chip_hours, co->budget_days);
+    if (co->basis != COST_UNKNOWN) fprintf(f, ", $%.4g", co->budget_usd);
+    fputc('\n', f);
+    if (s->has_model || r->exposed_comm_s[COMM_PP] > 0 || r->exposed_comm_s[COMM_DP] > 0)
+        fprintf(f, "exposed     comm not hidden by compute, mean per stage: tp %.4g s, pp %.4g s, "
+                   "dp %.4g s%s", r->exposed_comm_s[COMM_TP], r->exposed_comm_s[COMM_PP],
+                r->exposed_comm_s[COMM_DP], s->has_experts ? "" : "\n");
+    if (s->has_experts) fprintf(f, ", ep %.4g s\n", r->exposed_comm_s[COMM_EP]);
+    if (s->has_experts && r->stage) report_experts_text(f, s);
     fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time\n", r->events, r->sim_wall_s);
 
     fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s\n", "stage",
@@ -136,14 +221,83 @@ void report_json(FILE *f, const struct sim *s)
     else
         cJSON_AddStringToObject(root, "infeasible_reason", r->infeasible_reason);
     cJSON_AddNumberToObject(root, "events", (double)r->events);
+    /* Communication not hidden by compute, per kind: the mean over stages
+     * of the time each stage's compute stream sat idle waiting on it. */
+    cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");
+    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP };
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+        cJSON_AddNumberToObject(ex, tg_comm_name(kinds[k]), r->exposed_comm_s[kinds[k]]);
     cJSON_AddNumberToObject(root, "sim_wall_s", r->sim_wall_s);
+    /* Cost figures are null when the catalogue has no price for the chip. */
+    const struct cost *co = &r->cost;
+    bool priced = co->basis != COST_UNKNOWN;
+    cJSON_AddStringToObject(root, "cost_basis", cost_basis_name(co->basis));
+    if (priced) {
+        cJSON_AddNumberToObject(root, "usd_per_chip_hour", co->usd_per_chip_hour);
+        cJSON_AddNumberToObject(root, "usd_per_step", co->usd_per_step);
+        cJSON_AddNumberToObject(root, "usd_per_mtok", co->usd_per_mtok);
+    } else {
+        cJSON_AddNullToObject(root, "usd_per_chip_hour");
+        cJSON_AddNullToObject(root, "usd_per_step");
+        cJSON_AddNullToObject(root, "usd_per_mtok");
+    }
+    cJSON_AddNumberToObject(root, "chip_hours_per_step", co->chip_hours_per_step);
+    cJSON_AddNumberToObject(root, "budget_tokens", co->budget_tokens);
+    cJSON_AddNumberToObject(root, "budget_chip_hours", co->budget_chip_hours);
+    cJSON_AddNumberToObject(root, "budget_days", co->budget_days);
+    if (priced) cJSON_AddNumberToObject(root, "budget_usd", co->budget_usd);
+    else cJSON_AddNullToObject(root, "budget_usd");
     cJSON_AddNumberToObject(root, "chips", r->n_chips);
     cJSON_AddNumberToObject(root, "microbatches", r->microbatches);
     if (r->has_formula) {
         cJSON *fo = cJSON_AddObjectToObject(root, "closed_form");
         cJSON_AddStringToObject(fo, "text", r->formula_text);
-        cJSON_AddNumberToObject(fo, "step_time_s", mp_seconds(r->formula_step));
-        cJSON_AddNumberToObject(fo, "bubble", r->formula_bubble);
+        if (r->formula_step > 0)
+            cJSON_AddNumberToObject(fo, "step_time_s", mp_seconds(r->formula_step));
+        else
+            cJSON_AddNullToObject(fo, "step_time_s");
+        /* figure: which result key the form predicts (bubble, bubble_span,
+         * or idle_s = the largest per-stage step − busy) */
+        cJSON_AddStringToObject(fo, "figure", r->formula_figure);
+        cJSON_AddNumberToObject(fo, "predicted", r->formula_bubble);
+        cJSON_AddNumberToObject(fo, "simulated", r->formula_simulated);
+    }
+    if (s->has_experts && r->stage) {
+        /* Expert parallelism: the step split (means over stages, seconds),
+         * all-to-all time in all, and routing per MoE layer. */
+        const struct ep_plan *p = &s->experts;
+        struct ep_split x = ep_split(s);
+        cJSON *eo = cJSON_AddObjectToObject(root, "experts");
+        cJSON_AddNumberToObject(eo, "ep", p->ep);
+        cJSON_AddStringToObject(eo, "routing", experts_routing_name(s->cfg.experts.routing));
+        cJSON_AddStringToObject(eo, "all_to_all", p->a2a == EP_A2A_HIERARCHICAL ? "hierarchical" : "direct");
+        cJSON_AddNumberToObject(eo, "tokens_per_s_per_chip", r->n_chips ? r->tokens_per_s / r->n_chips : 0);
+        cJSON_AddNumberToObject(eo, "compute_s", x.compute);
+        cJSON_AddNumberToObject(eo, "exposed_all_to_all_s", x.a2a_exposed);
+        cJSON_AddNumberToObject(eo, "other_exposed_comm_s", x.other_exposed);
+        cJSON_AddNumberToObject(eo, "bubble_s", x.bubble);
+        cJSON_AddNumberToObject(eo, "all_to_all_s", x.a2a_total);
+        double step = mp_seconds(r->step_time);
+        cJSON_AddNumberToObject(eo, "all_to_all_share", step > 0 ? x.a2a_total / step : 0);
+        cJSON_AddNumberToObject(eo, "nodes_per_token", p->nodes_per_token);
+        double dropped = 0, assigned = 0;
+        cJSON *layers = cJSON_AddArrayToObject(eo, "layers");
+        for (int i = 0; i < p->n_moe; i++) {
+            const struct ep_layer_stats *st = &p->stats[i];
+            cJSON *lo = cJSON_CreateObject();
+            cJSON_AddNumberToObject(lo, "layer", st->layer);
+            cJSON_AddNumberToObject(lo, "tokens_per_expert_min", st->tok_min);
+            cJSON_AddNumberToObject(lo, "tokens_per_expert_mean", st->tok_mean);
+            cJSON_AddNumberToObject(lo, "tokens_per_expert_max", st->tok_max);
+            cJSON_AddNumberToObject(lo, "imbalance", st->imbalance_mean);
+            cJSON_AddNumberToObject(lo, "imbalance_max", st->imbalance_max);
+            cJSON_AddNumberToObject(lo, "dropped", st->dropped);
+            cJSON_AddItemToArray(layers, lo);
+            dropped += st->dropped;
+            assigned += st->assigned;
+        }
+        cJSON_AddNumberToObject(eo, "dropped", dropped);
+        cJSON_AddNumberToObject(eo, "assigned", assigned);
     }
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
     for (int d = 0; r->stage && d < r->stages; d++) {
@@ -155,6 +309,9 @@ void report_json(FILE *f, const struct sim *s)
         cJSON_AddNumberToObject(o, "first_start_s", mp_seconds(st->first_start));
         cJSON_AddNumberToObject(o, "last_end_s", mp_seconds(st->last_end));
         cJSON_AddNumberToObject(o, "peak_mem_bytes", st->peak_mem);
+        cJSON *sx = cJSON_AddObjectToObject(o, "exposed_comm_s");
+        for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
+            cJSON_AddNumberToObject(sx, tg_comm_name(kinds[k]), mp_seconds(st->exposed_comm[kinds[k]]));
         cJSON *mem = cJSON_AddObjectToObject(o, "mem");
         static const int cats[] = { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV };
         for (size_t k = 0; k < sizeof cats / sizeof *cats; k++)
@@ -300,13 +457,24 @@ void report_chrome_trace(FILE *f, const struct sim *s)
                     to->stream, te);
         }
     }
+    /* One counter track per chip with a series per memory category, which
+     * the viewers stack, so weights, activations and the rest are seen
+     * apart; their sum is the chip's total. The engine logs changes, so
+     * the running level of each category is kept here. */
+    double *level = mp_xcalloc((size_t)g->n_chips * N_MEM_CATS, sizeof *level);
     for (int i = 0; i < e->n_mem_log; i++) {
         const struct mem_event *m = &e->mem_log[i];
+        double *lv = &level[(size_t)m->chip * N_MEM_CATS];
+        lv[m->cat] += m->delta;
         fmt_micros(ts, sizeof ts, m->time);
-        fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
-                   "\"args\":{\"bytes\":%.0f}}", sep, m->chip, ts, m->in_use);
+        fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,\"args\":{",
+                sep, m->chip, ts);
+        for (int c = 0; c < N_MEM_CATS; c++)
+            fprintf(f, "%s\"%s\":%.0f", c ? "," : "", tg_mem_cat_name(c), lv[c]);
+        fputs("}}", f);
     }
     fputs("\n]}\n", f);
+    free(level);
     free(stage_of_chip);
     free(used);
 }

@@ -13,12 +13,10 @@
 #include <time.h>
 
 #include "collective.h"
+#include "data_parallel.h"
+#include "tensor.h"
+#include "units.h"
 
-/* Mixed-precision Adam (cases.md §4): 2 bytes of 16-bit weights, 4 of fp32
- * gradients, 12 of fp32 master weights and two moments. Gradients are
- * all-reduced in fp32, as Megatron does by default. */
-#define GRAD_BYTES_PER_PARAM 4.0
-#define OPTIMIZER_BYTES_PER_PARAM 12.0
 /* The optimizer step streams weights, grads, master and moments in (18 B)
  * and writes weights, master and moments back (14 B); about 12 FLOPs/param. */
 #define OPTIMIZER_TRAFFIC_PER_PARAM 32.0
@@ -43,16 +41,31 @@ static void split_layers(int n, int stages, int s, int *first, int *count)
     *first = start;
 }
 
+/* Compute time of one op on the simulated chip: the roofline of chip.h
+ * (tensor.h's op_time callback; `gemm` sizes the op's largest GEMM). */
+static mp_time sim_op_time(void *ctx, double flops, double bytes, double gemm, double elem)
+{
+    const struct sim *s = ctx;
+    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
+    return efficiency_op_time(&s->eff, &s->sys.chip, flops, bytes, gemm, elem, bits);
+}
+
+static struct cost_params sim_cost_params(const struct sim *s)
+{
+    const struct config *cfg = &s->cfg;
+    return (struct cost_params){
+        .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
+        .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
+        .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
+        .activation_bits = cfg->model.activation_bits,
+    };
+}
+
 /* Price each stage from the model's layers on the chip. */
 static void price_transformer(struct sim *s)
 {
-    const struct config *cfg = &s->cfg;
     int S = s->prog.stages, L = s->model.decoders;
-    struct cost_params cp = {
-        .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
-        .tp = cfg->parallel.tp, .sp = cfg->parallel.sp, .recompute = cfg->training.recompute,
-        .weight_bits = cfg->model.weight_bits, .activation_bits = cfg->model.activation_bits,
-    };
+    struct cost_params cp = sim_cost_params(s);
     for (int st = 0; st < S; st++) {
         int first, count;
         split_layers(L, S, st, &first, &count);
@@ -68,17 +81,36 @@ static void price_transformer(struct sim *s)
         for (int l = lo; l <= hi; l++) {
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
-            int bits = cfg->model.weight_bits <= 8 ? 8 : 16;
-            f += (double)chip_op_time(&s->sys.chip, lc.flops_f, lc.bytes_f, bits);
-            b += (double)chip_op_time(&s->sys.chip, lc.flops_b + lc.flops_recompute, lc.bytes_b, bits);
-            w += (double)chip_op_time(&s->sys.chip, lc.flops_w, lc.bytes_w, bits);
+            double tok = (double)cp.seq_len * cp.micro_batch, h = s->model.hidden;
+            double gemm = 2.0 * tok * h * (s->model.intermediate > h ? s->model.intermediate : h) / cp.tp;
+            struct cost_params none = cp;
+            none.recompute = RECOMPUTE_NONE;
+            struct layer_cost ln;
+            model_layer_cost(&s->model, l, &none, &ln);
+            double elem = s->model.layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
+            double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
+            f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
+            b += (double)sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
+            w += (double)sim_op_time(s, lc.flops_w, lc.bytes_w, gemm, 0);
+            if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
+                /* The backward rebuilds one layer's activations at a time, as
+                 * selective recompute would keep them (attention kernels that
+                 * never hold the s² scores, i.e. flash attention). */
+                struct cost_params sel = cp;
+                sel.recompute = RECOMPUTE_SELECTIVE;
+                struct layer_cost lw;
+                model_layer_cost(&s->model, l, &sel, &lw);
+                if (lw.act_bytes > c->work_bytes) c->work_bytes = lw.act_bytes;
+            }
             c->act_bytes += lc.act_bytes;
             c->act_w_bytes += lc.act_w_bytes;
             c->send_bytes = lc.boundary_bytes; /* the last layer's output leaves */
         }
-        c->t_f = (mp_time)f;
-        c->t_b = (mp_time)b;
-        c->t_w = (mp_time)w;
+        /* Each term is at most MP_TIME_HUGE (chip_op_time saturates); so is
+         * the sum, and check_horizon reports it before the engine runs. */
+        c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
+        c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
+        c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -103,123 +135,318 @@ static void price_synthetic(struct sim *s)
     }
 }
 
-/* Parameters (per chip of the TP group) on the stages device d holds. */
-static double device_params(const struct sim *s, int d)
+static mp_time sim_optimizer_time(void *ctx, double params)
 {
-    if (!s->has_model) return 0;
-    struct cost_params cp = {
-        .seq_len = s->cfg.model.seq_len, .micro_batch = s->cfg.training.micro_batch,
-        .tp = s->cfg.parallel.tp, .sp = s->cfg.parallel.sp,
-        .weight_bits = s->cfg.model.weight_bits, .activation_bits = s->cfg.model.activation_bits,
-    };
-    double params = 0;
-    bool *held = mp_xcalloc((size_t)s->prog.stages, sizeof *held);
-    for (int q = 0; q < s->prog.paths; q++)
-        for (int st = 0; st < s->prog.stages; st++)
-            if (s->prog.device_of[q * s->prog.stages + st] == d && !held[st]) {
-                held[st] = true;
-                const struct stage_cost *c = &s->stage_cost[st];
-                for (int l = c->layer_first; l <= c->layer_last; l++) {
-                    struct layer_cost lc;
-                    model_layer_cost(&s->model, l, &cp, &lc);
-                    params += lc.params;
-                }
-            }
-    /* DualPipe holds each stage twice (once per direction). */
-    if (s->prog.paths == 2) params *= 2;
-    free(held);
-    return params;
+    const struct sim *s = ctx;
+    return chip_op_time(&s->sys.chip, params * OPTIMIZER_FLOPS_PER_PARAM,
+                        params * OPTIMIZER_TRAFFIC_PER_PARAM, 16);
 }
 
-/* Weights, gradients and optimizer state from time 0, sharded by ZeRO stage;
- * then the gradient all-reduce over DP replicas and the optimizer step. */
-static void add_weights_and_sync(struct sim *s, const struct pipeline_out *po)
+/* The tensor-parallel passes (tensor.h) when there is a TP group, or when
+ * data-parallel buckets need the last backward cut per layer. */
+static void plan_tensor(struct sim *s)
 {
     const struct config *cfg = &s->cfg;
-    int dp = cfg->parallel.dp, tp = cfg->parallel.tp, zero = cfg->training.zero;
-    int *chips = mp_xmalloc((size_t)dp * sizeof *chips);
-    int *ready = mp_xmalloc((size_t)dp * sizeof *ready);
-    int *done = mp_xmalloc((size_t)dp * sizeof *done);
-    for (int d = 0; d < s->prog.devices; d++) {
-        int chip = s->chip_of_device[d];
-        double params = device_params(s, d);
-        double wbytes, gbytes, obytes;
-        if (s->has_model) {
-            wbytes = params * cfg->model.weight_bits / 8.0;
-            gbytes = params * GRAD_BYTES_PER_PARAM;
-            obytes = params * OPTIMIZER_BYTES_PER_PARAM;
-        } else {
-            wbytes = cfg->synthetic.weights;
-            gbytes = obytes = 0;
-        }
-        double sync_bytes = s->has_model ? gbytes : wbytes;
-        if (zero >= 1) obytes /= dp;
-        if (zero >= 2) gbytes /= dp;
-        if (zero >= 3) wbytes /= dp;
-        tg_static_alloc(&s->g, chip, MEM_WEIGHTS, wbytes);
-        tg_static_alloc(&s->g, chip, MEM_GRADS, gbytes);
-        tg_static_alloc(&s->g, chip, MEM_OPTIMIZER, obytes);
-
-        /* DP replicas run the same ops at the same times, so every replica's
-         * gradients are ready when replica 0's last backward ends. */
-        int last = po->last_op[d];
-        if (dp > 1 && sync_bytes > 0) {
-            for (int r = 0; r < dp; r++) {
-                chips[r] = chip + r * tp;
-                ready[r] = last;
-            }
-            collective_ring_all_reduce(&s->g, &s->sys, chips, dp, sync_bytes, ready, done);
-            last = done[0];
-        }
-        if (s->has_model && params > 0) {
-            double shard = zero >= 1 ? params / dp : params;
-            struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER,
-                                chip_op_time(&s->sys.chip, shard * OPTIMIZER_FLOPS_PER_PARAM,
-                                             shard * OPTIMIZER_TRAFFIC_PER_PARAM, 16));
-            int id = tg_add(&s->g, &o);
-            if (last >= 0) tg_dep(&s->g, last, id);
-        }
+    bool split = cfg->training.dp_overlap && cfg->parallel.dp > 1;
+    if (!s->has_model || (cfg->parallel.tp <= 1 && !split && !s->has_experts)) return;
+    int S = s->prog.stages;
+    int *first = mp_xmalloc((size_t)S * sizeof *first), *last = mp_xmalloc((size_t)S * sizeof *last);
+    int *lane = mp_xmalloc((size_t)S * sizeof *lane);
+    for (int st = 0; st < S; st++) {
+        first[st] = s->stage_cost[st].layer_first;
+        last[st] = s->stage_cost[st].layer_last;
+        lane[st] = s->chip_of_device[s->prog.device_of[st]];
     }
-    free(chips);
-    free(ready);
-    free(done);
+    struct cost_params cp = sim_cost_params(s);
+    if (s->has_experts) cp.ep = cfg->parallel.ep;
+    struct tensor_input in = {
+        .model = &s->model, .cp = &cp, .sys = &s->sys, .chip = &s->sys.chip,
+        .layer_first = first, .layer_last = last, .lane = lane, .stages = S,
+        .tsp = cfg->parallel.tsp, .overlap = cfg->parallel.tp_overlap, .split_last = split,
+        .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
+        .op_time = sim_op_time, .op_ctx = s, .ep = s->has_experts,
+    };
+    tensor_plan_build(&s->tensor, &in);
+    s->has_tensor = true;
+    free(first);
+    free(last);
+    free(lane);
 }
 
-/* Closed forms for the textbook schedules with uniform stages and no
- * communication (cases.md §3), to print beside the simulated figures. */
+/* Expert parallelism (experts.h): the group of stage 0 (its lane first,
+ * then the next ep − 1 chips of the stage's tp × dp) and every
+ * microbatch's routing, drawn before the graph is built. */
+static int plan_experts(struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    int ep = cfg->parallel.ep;
+    if (ep <= 1) return MP_OK;
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.ep = %d: expected 1 for a synthetic "
+                       "model (it has no experts)", cfg->path, cfg->path[0] ? ": " : "", ep);
+    char trace[1024] = "";
+    int rc;
+    if (cfg->experts.routing == EP_TRACE &&
+        (rc = config_resolve(cfg, cfg->experts.trace, "", NULL, trace, sizeof trace, err)))
+        return rc;
+    int *group = mp_xmalloc((size_t)ep * sizeof *group);
+    for (int r = 0; r < ep; r++) group[r] = s->chip_of_device[0] + r;
+    int act = cfg->model.activation_bits;
+    struct ep_input in = {
+        .model = &s->model, .sys = &s->sys, .group = group, .ep = ep,
+        .microbatches = s->res.microbatches,
+        .tokens_per_rank = (double)cfg->model.seq_len * cfg->training.micro_batch / cfg->parallel.tp,
+        .routing = cfg->experts.routing, .skew = cfg->experts.skew,
+        .concentration = cfg->experts.concentration, .capacity_factor = cfg->experts.capacity_factor,
+        .trace = trace, .redundant = cfg->experts.redundant, .max_nodes = cfg->experts.max_nodes,
+        .a2a = cfg->experts.all_to_all, .act_bits = act,
+        .dispatch_bits = cfg->experts.dispatch_bits ? cfg->experts.dispatch_bits : act,
+        .weight_bits = cfg->model.weight_bits, .seed = (unsigned long)cfg->run.seed,
+        .show_ranks = cfg->experts.show_ranks, .op_time = sim_op_time, .op_ctx = s,
+    };
+    rc = experts_plan_build(&s->experts, &in, err);
+    free(group);
+    if (rc) {
+        /* Name the scenario: the plan's messages name the key. */
+        if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
+            char msg[sizeof err->msg];
+            memcpy(msg, err->msg, sizeof msg);
+            mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
+        }
+        return rc;
+    }
+    s->has_experts = true;
+    return MP_OK;
+}
+
+/* data_parallel.c shards optimizer state (ZeRO ≥ 1), gradients (≥ 2) and
+ * weights (3) over the dp replicas; a chip's routed experts are replicated
+ * only over tp × dp / ep chips (the expert-data-parallel group), so their
+ * share is topped up here to what that smaller group leaves. */
+static void expert_state_memory(struct sim *s)
+{
+    const struct config *cfg = &s->cfg;
+    int ep = cfg->parallel.ep, zero = cfg->training.zero;
+    double edp = (double)cfg->parallel.tp * cfg->parallel.dp / ep, full[3], dpb[3];
+    if (zero == 0 || edp >= cfg->parallel.dp) return;
+    dp_bytes_per_param(cfg->model.weight_bits, 0, 1, full);
+    dp_bytes_per_param(cfg->model.weight_bits, zero, cfg->parallel.dp, dpb);
+    const struct pipe_program *prog = &s->prog;
+    int S = prog->stages;
+    for (int d = 0; d < prog->devices; d++) {
+        double experts = 0;
+        for (int q = 0; q < prog->paths; q++)
+            for (int st = 0; st < S; st++) {
+                if (prog->device_of[q * S + st] != d) continue;
+                const struct stage_cost *c = &s->stage_cost[st];
+                for (int l = c->layer_first; l <= c->layer_last; l++)
+                    experts += s->model.layer[l].expert_params / ep;
+            }
+        static const enum mem_cat cat[3] = { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER };
+        for (int k = 0; k < 3; k++) {
+            bool sharded = (k == 2 && zero >= 1) || (k == 1 && zero >= 2) || (k == 0 && zero >= 3);
+            if (sharded) tg_static_alloc(&s->g, s->chip_of_device[d], cat[k],
+                                         experts * (full[k] / edp - dpb[k]));
+        }
+    }
+}
+
+/* Weights, gradients and optimizer state, the DP gradient sync and the
+ * optimizer step (data_parallel.h), hooked into the pipeline build. */
+static void build_graph(struct sim *s, struct pipeline_plan *plan)
+{
+    const struct config *cfg = &s->cfg;
+    double *layer_params = NULL;
+    if (s->has_model) {
+        struct cost_params cp = sim_cost_params(s);
+        if (s->has_experts) cp.ep = cfg->parallel.ep;
+        layer_params = mp_xmalloc((size_t)s->model.n_layers * sizeof *layer_params);
+        for (int l = 0; l < s->model.n_layers; l++) {
+            struct layer_cost lc;
+            model_layer_cost(&s->model, l, &cp, &lc);
+            layer_params[l] = lc.params;
+        }
+    }
+    struct dp_input in = {
+        .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
+        .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp, .zero = cfg->training.zero,
+        .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
+        .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
+        .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
+        .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
+        .optimizer_time = sim_optimizer_time, .ctx = s,
+    };
+    struct dp_state dp;
+    dp_init(&dp, &s->g, &in);
+    plan->tensor = s->has_tensor ? &s->tensor : NULL;
+    plan->on_grad = dp_on_grad;
+    plan->before_pass = cfg->training.zero >= 3 ? dp_before_pass : NULL;
+    plan->hook_ctx = &dp;
+    plan->pass_extra_comm = dp_pass_buffer(&dp, 0);
+    if (s->has_experts) {
+        plan->experts = &s->experts;
+        plan->ep_show_ranks = cfg->experts.show_ranks;
+        expert_state_memory(s);
+    }
+    struct pipeline_out po;
+    pipeline_build(&s->g, plan, &po);
+    dp_finish(&dp, &s->g, &po);
+    pipeline_out_release(&po);
+    dp_release(&dp);
+    free(layer_params);
+}
+
+/* Duration of DualPipe's overlapped F&B op on one stage: the synthetic key,
+ * split over the chunks a device holds like the other synthetic times; 0
+ * (and always for transformer models, which have no overlap model yet) lets
+ * the pipeline builder charge F + B + W, i.e. no overlap. */
+static mp_time fb_time(const struct sim *s)
+{
+    if (s->has_model || s->cfg.synthetic.forward_backward <= 0) return 0;
+    return s->cfg.synthetic.forward_backward / (s->prog.stages / s->prog.devices);
+}
+
+static void fmt_ms(char *buf, size_t size, double ps)
+{
+    snprintf(buf, size, "%.4g ms", ps / 1e9);
+}
+
+/* Closed forms of cases.md §3, set beside the simulated figure each one
+ * predicts. They assume uniform stages and free hand-offs; they are evaluated
+ * with the mean stage times, and when a stage differs from the mean or a
+ * hand-off takes time the text says so, because that is exactly where theory
+ * and simulation part (scenarios/uneven-stages.ini). Schedules without a
+ * closed form (zb-auto; zb-v unless T_F = T_B = T_W) print none. */
 static void textbook_formula(struct sim *s)
 {
     struct sim_result *r = &s->res;
-    const struct config *cfg = &s->cfg;
-    if (cfg->model.kind != MODEL_SYNTHETIC) return;
-    double p = cfg->parallel.pp, m = r->microbatches, v = cfg->parallel.vpp;
-    double tf = (double)cfg->synthetic.forward, tb = (double)cfg->synthetic.backward_input;
-    double tw = (double)cfg->synthetic.backward_weight;
-    const char *name = cfg->training.schedule;
-    double step;
+    const char *name = s->cfg.training.schedule;
+    int S = s->prog.stages, P = s->prog.devices;
+    double p = P, m = r->microbatches, v = (double)S / P;
+    /* Mean chunk times; device times per microbatch are v chunks' worth. */
+    double cf = 0, cb = 0, cw = 0;
+    bool uneven = false;
+    for (int st = 0; st < S; st++) {
+        const struct stage_cost *c = &s->stage_cost[st], *c0 = &s->stage_cost[0];
+        cf += (double)c->t_f;
+        cb += (double)c->t_b;
+        cw += (double)c->t_w;
+        uneven |= c->t_f != c0->t_f || c->t_b != c0->t_b || c->t_w != c0->t_w;
+    }
+    cf /= S, cb /= S, cw /= S;
+    double tf = cf * v, tb = cb * v, tw = cw * v, t = tf + tb + tw;
+
+    char body[320], a[32], b[32], c[32];
+    double pred, sim = r->bubble, step = 0;
+    const char *figure = "bubble";
+    bool idle_form = false, needs_f_eq_b = false;
     if (!strcmp(name, "gpipe") || !strcmp(name, "1f1b")) {
-        step = (m + p - 1) * (tf + tb + tw);
-        snprintf(r->formula_text, sizeof r->formula_text, "(p-1)/(m+p-1) = %g/%g",
-                 p - 1, m + p - 1);
+        step = (m + p - 1) * t;
+        pred = (p - 1) / (m + p - 1);
+        snprintf(body, sizeof body, "(p-1)/(m+p-1) = %g/%g = %.4f", p - 1, m + p - 1, pred);
     } else if (!strcmp(name, "interleaved")) {
-        step = m * (tf + tb + tw) + (p - 1) * (tf + tb + tw) / v;
-        snprintf(r->formula_text, sizeof r->formula_text, "(p-1)/v idle of m+(p-1)/v");
-    } else if (!strcmp(name, "zb-h1")) {
-        step = m * (tf + tb + tw) + (p - 1) * (tf + tb - tw);
-        snprintf(r->formula_text, sizeof r->formula_text, "(p-1)(T_F+T_B-T_W) idle");
-    } else if (!strcmp(name, "zb-h2")) {
-        double idle = (p - 1) * (tf + tb - 2 * tw);
-        step = m * (tf + tb + tw) + (idle > 0 ? idle : 0);
-        snprintf(r->formula_text, sizeof r->formula_text, "(p-1)(T_F+T_B-2T_W) idle");
+        step = m * t + (p - 1) * t / v;
+        pred = 1 - m * t / step;
+        snprintf(body, sizeof body, "((p-1)/v)/(m+(p-1)/v) = %g/%g = %.4f", (p - 1) / v,
+                 m + (p - 1) / v, pred);
+    } else if (!strcmp(name, "zb-h1") || !strcmp(name, "zb-h2")) {
+        /* ZB-H2's warm-up staggers the stages' starts, so its form predicts
+         * the largest stage span (the zero-bubble papers' measure), not the
+         * makespan; ZB-H1's stages all end together, so both agree. */
+        bool h2 = name[4] == '2';
+        double idle = (p - 1) * (tf + tb - (h2 ? 2 : 1) * tw);
+        if (idle < 0) idle = 0;
+        double span = m * t + idle;
+        pred = idle / span;
+        if (h2) {
+            figure = "bubble_span";
+            sim = r->bubble_span;
+        } else {
+            step = span;
+        }
+        fmt_ms(a, sizeof a, idle);
+        fmt_ms(b, sizeof b, span);
+        snprintf(body, sizeof body, "%s(p-1)(T_F+T_B-%sT_W) over the %s = %s/%s = %.4f",
+                 h2 ? "largest span: " : "", h2 ? "2" : "", h2 ? "span" : "step", a, b, pred);
+    } else if (!strcmp(name, "zb-v")) {
+        /* Zero bubble inside each stage's span needs equal pass times and
+         * enough microbatches to fill the V (m ≥ 2p). */
+        if (uneven || cf != cb || cb != cw || m < 2 * p) return;
+        pred = 0;
+        figure = "bubble_span";
+        sim = r->bubble_span;
+        snprintf(body, sizeof body, "largest span: 0 with T_F = T_B = T_W and m >= 2p");
+    } else if (!strcmp(name, "dualpipe") || !strcmp(name, "dualpipev")) {
+        /* DeepSeek's (PP/2−1)(F&B+B−3W), per device, with PP the number of
+         * stages (pp for DualPipe, 2·pp for the V), chunk times, B the full
+         * backward. It is the largest per-device idle, step − busy; it is
+         * derived with the forward equal to the input-gradient pass. */
+        double fb = fb_time(s) > 0 ? (double)fb_time(s) : cf + cb + cw;
+        double idle = (S / 2.0 - 1) * (fb + (cb + cw) - 3 * cw);
+        mp_time worst = 0;
+        for (int d = 0; d < P; d++)
+            if (r->step_time - r->stage[d].busy > worst) worst = r->step_time - r->stage[d].busy;
+        pred = idle / 1e12;
+        sim = mp_seconds(worst);
+        figure = "idle_s";
+        idle_form = true;
+        needs_f_eq_b = cf != cb;
+        char w[32], i[32];
+        fmt_ms(a, sizeof a, fb);
+        fmt_ms(b, sizeof b, cb + cw);
+        fmt_ms(c, sizeof c, cw);
+        fmt_ms(i, sizeof i, idle);
+        fmt_ms(w, sizeof w, (double)worst);
+        snprintf(body, sizeof body,
+                 "idle per device (PP/2-1)(F&B+B-3W) = %g × (%s + %s - 3 × %s) = %s, "
+                 "simulated %s (largest step - busy)", S / 2.0 - 1, a, b, c, i, w);
     } else {
         return;
     }
-    if (cfg->synthetic.hop > 0) snprintf(r->formula_text + strlen(r->formula_text),
-                                         sizeof r->formula_text - strlen(r->formula_text),
-                                         ", hops not counted");
+    bool hops = false;
+    for (int i = 0; i < s->g.n_ops && !hops; i++)
+        hops = s->g.ops[i].stream == STREAM_COMM && s->e.end[i] > s->e.start[i];
+    int n = idle_form ? snprintf(r->formula_text, sizeof r->formula_text, "%s", body)
+                      : snprintf(r->formula_text, sizeof r->formula_text, "%s, simulated %.4f",
+                                 body, sim);
+    if (uneven || hops || needs_f_eq_b)
+        snprintf(r->formula_text + n, sizeof r->formula_text - (size_t)n, " (%s%s%s)",
+                 uneven ? "stages uneven: the form uses their mean" : "",
+                 hops ? (uneven ? "; hand-offs not counted" : "hand-offs not counted") : "",
+                 needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
+                              : "");
     r->has_formula = true;
     r->formula_step = (mp_time)llround(step);
-    r->formula_bubble = 1.0 - m * (tf + tb + tw) / step;
+    r->formula_bubble = pred;
+    r->formula_simulated = sim;
+    r->formula_figure = figure;
+}
+
+/* Time the ops of `kinds` (bit mask of enum comm_kind) on a chip's comm
+ * stream run while `lane`'s compute stream is idle, per kind. Ops on one
+ * stream never overlap each other and run in stream order, so one sweep
+ * over the compute ops (also in order) does it. */
+static void exposed_on(const struct sim *s, int lane, int chip, unsigned kinds, mp_time *out)
+{
+    const struct taskgraph *g = &s->g;
+    const struct engine *e = &s->e;
+    int cs = lane * N_STREAMS + STREAM_COMPUTE, ks = chip * N_STREAMS + STREAM_COMM;
+    int c0 = g->stream_off[cs], c1 = g->stream_off[cs + 1];
+    int k = c0;
+    for (int i = g->stream_off[ks]; i < g->stream_off[ks + 1]; i++) {
+        int id = g->stream_ops[i];
+        const struct op *o = &g->ops[id];
+        if (!(kinds & (1u << o->comm))) continue;
+        mp_time a = e->start[id], b = e->end[id], covered = 0;
+        while (k < c1 && e->end[g->stream_ops[k]] <= a) k++;
+        for (int j = k; j < c1; j++) {
+            int c = g->stream_ops[j];
+            if (e->start[c] >= b) break;
+            mp_time lo = e->start[c] > a ? e->start[c] : a, hi = e->end[c] < b ? e->end[c] : b;
+            if (hi > lo) covered += hi - lo;
+        }
+        out[o->comm] += (b - a) - covered;
+    }
 }
 
 static void fold_metrics(struct sim *s)
@@ -263,6 +490,18 @@ static void fold_metrics(struct sim *s)
         if (span > r->max_span) r->max_span = span;
     }
     free(device_of_chip);
+    /* TP and PP ride on the lane's comm stream; DP on TP rank 1's when
+     * there is one (data_parallel.h). */
+    int tp = s->cfg.parallel.tp;
+    for (int d = 0; d < P; d++) {
+        struct stage_report *st = &r->stage[d];
+        int lane = st->chip;
+        unsigned own = (1u << COMM_TP) | (1u << COMM_PP) | (1u << COMM_EP);
+        if (tp > 1) exposed_on(s, lane, lane + 1, 1u << COMM_DP, st->exposed_comm);
+        else own |= 1u << COMM_DP;
+        exposed_on(s, lane, lane, own, st->exposed_comm);
+        for (int k = 0; k < N_COMM_KINDS; k++) r->exposed_comm_s[k] += mp_seconds(st->exposed_comm[k]) / P;
+    }
     r->bubble = r->step_time > 0 ? 1.0 - busy / ((double)P * (double)r->step_time) : 0;
     r->bubble_span = r->max_span > 0 ? 1.0 - busy / ((double)P * (double)r->max_span) : 0;
 
@@ -316,6 +555,84 @@ static int check_memory(struct sim *s, struct mp_error *err)
     return MP_OK;
 }
 
+/* zb-auto searches with relative pass times and a memory limit in M_B
+ * (schedule.h). A synthetic model's times and a limit given as a count are
+ * known before pricing; a transformer's times come from its priced stage 0
+ * and a limit in bytes needs M_B, so in those cases the schedule is built a
+ * second time once the stages are priced (its layout, p stages on p devices,
+ * and so the pricing, stay the same). Zero times are made tiny rather than
+ * left at 0, which the schedule would read as "equal". */
+static void zb_auto_times(struct pipe_shape *shape, double tf, double tb, double tw)
+{
+    double unit = tf > 0 ? tf : tb > 0 ? tb : tw;
+    if (unit <= 0) return;
+    shape->t_f = tf > 0 ? tf / unit : 1e-6;
+    shape->t_b = tb > 0 ? tb / unit : 1e-6;
+    shape->t_w = tw > 0 ? tw / unit : 1e-6;
+}
+
+static bool zb_auto_needs_prices(const struct sim *s)
+{
+    return !strcmp(s->cfg.training.schedule, "zb-auto") &&
+           (s->has_model || s->cfg.training.memory_limit.bytes);
+}
+
+/* A limit in bytes counts the largest stage's M_B, so that it holds on every
+ * device (a transformer's first and last stages stash more than the rest). */
+static void zb_auto_priced_shape(const struct sim *s, struct pipe_shape *shape)
+{
+    const struct stage_cost *c0 = &s->stage_cost[0];
+    if (s->has_model) zb_auto_times(shape, (double)c0->t_f, (double)c0->t_b, (double)c0->t_w);
+    const struct config_mem_amount *lim = &s->cfg.training.memory_limit;
+    if (lim->bytes && lim->value > 0) {
+        double mb = 0;
+        for (int st = 0; st < s->prog.stages; st++)
+            if (s->stage_cost[st].act_bytes > mb) mb = s->stage_cost[st].act_bytes;
+        /* No activations: memory cannot bind; m in flight is GPipe's most. */
+        shape->mem_limit = mb > 0 ? lim->value / mb
+                                  : (double)(shape->microbatches > shape->devices
+                                                 ? shape->microbatches : shape->devices);
+    }
+}
+
+/* The engine adds op durations to its clock. Whenever an op is unfinished
+ * and the graph not stuck, some op is running, so the makespan is at most
+ * the sum of all durations: if that sum fits in int64 picoseconds, no time
+ * the engine forms can wrap. Past it, the scenario asks for a step longer
+ * than about 106 days, which is an input error (issue 8), named by its
+ * longest op. */
+static int check_horizon(const struct sim *s, struct mp_error *err)
+{
+    mp_time sum = 0;
+    int longest = -1;
+    bool over = false;
+    for (int i = 0; i < s->g.n_ops; i++) {
+        mp_time d = s->g.ops[i].duration;
+        if (longest < 0 || d > s->g.ops[longest].duration) longest = i;
+        if (d < 0 || d >= MP_TIME_HUGE || __builtin_add_overflow(sum, d, &sum)) over = true;
+    }
+    if (!over) return MP_OK;
+    const struct op *o = &s->g.ops[longest];
+    char t[64];
+    units_format_duration(o->duration, t, sizeof t);
+    return mp_fail(err, MP_ERR_INPUT,
+                   "%s%sthe step would last longer than int64 picoseconds can count (about "
+                   "106 days): its ops add up past 2^63 ps, the longest being op %s (%s) on chip %d, "
+                   "stage %d; expected smaller [synthetic] times, model.seq_len, "
+                   "training.global_batch or a faster chip and links",
+                   s->cfg.path, s->cfg.path[0] ? ": " : "", tg_tag_name(o->tag), t, o->chip,
+                   o->stage);
+}
+
+static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
+{
+    if (rc == MP_ERR_INFEASIBLE) {
+        s->res.feasible = false;
+        snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+    }
+    return rc;
+}
+
 static int load_inputs(struct sim *s, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
@@ -334,6 +651,7 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     int chips = cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
     if ((rc = system_load(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
+    if ((rc = efficiency_load_default(&s->eff, s->sys.chip.name, err))) return rc;
     return MP_OK;
 }
 
@@ -358,26 +676,30 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     struct pipe_shape shape = {
         .devices = pp, .microbatches = config_microbatches(cfg), .chunks = cfg->parallel.vpp,
         .layers = s->has_model ? s->model.decoders : 0,
+        .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
     };
-    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
-        s->has_prog = true;
-        if (rc == MP_ERR_INFEASIBLE) {
-            s->res.feasible = false;
-            snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
-        }
-        return rc;
-    }
+    if (!s->has_model)
+        zb_auto_times(&shape, (double)cfg->synthetic.forward, (double)cfg->synthetic.backward_input,
+                      (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if (opts->validate && (rc = pipe_validate(&s->prog, err))) {
-        s->res.feasible = false;
-        snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
-        return rc;
-    }
+    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
+        return schedule_failed(s, rc, err);
 
     s->res.n_chips = tp * pp * dp;
     s->res.microbatches = shape.microbatches;
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
+    if (zb_auto_needs_prices(s)) {
+        zb_auto_priced_shape(s, &shape);
+        pipe_program_release(&s->prog);
+        if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
+            return schedule_failed(s, rc, err);
+    }
+    if (opts->validate && (rc = pipe_validate(&s->prog, err))) {
+        s->res.feasible = false;
+        snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+        return rc;
+    }
     /* Megatron's layout: TP ranks fastest, then DP replicas, then stages. */
     s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
     for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * dp;
@@ -386,13 +708,13 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     s->has_graph = true;
     struct pipeline_plan plan = {
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
-        .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop,
+        .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
     };
-    struct pipeline_out po;
-    pipeline_build(&s->g, &plan, &po);
-    add_weights_and_sync(s, &po);
-    pipeline_out_release(&po);
+    if ((rc = plan_experts(s, err))) return rc;
+    plan_tensor(s);
+    build_graph(s, &plan);
     tg_finalize(&s->g);
+    if ((rc = check_horizon(s, err))) return rc;
 
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
@@ -403,6 +725,8 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         return rc;
     }
     fold_metrics(s);
+    cost_compute(&s->res.cost, &s->sys.chip, s->res.n_chips, mp_seconds(s->res.step_time),
+                 (double)cfg->training.global_batch * cfg->model.seq_len, opts->token_budget);
     s->res.sim_wall_s = now_seconds() - t0;
     return check_memory(s, err);
 }
@@ -417,6 +741,8 @@ void sim_release(struct sim *s)
     if (s->has_system) system_release(&s->sys);
     if (s->has_model) model_release(&s->model);
     chip_catalog_release(&s->catalog);
+    if (s->has_tensor) tensor_plan_release(&s->tensor);
+    if (s->has_experts) experts_plan_release(&s->experts);
     free(s->stage_cost);
     free(s->chip_of_device);
     free(s->res.stage);

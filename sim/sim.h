@@ -13,12 +13,16 @@
 
 #include "chip.h"
 #include "config.h"
+#include "cost.h"
+#include "efficiency.h"
 #include "engine.h"
+#include "experts.h"
 #include "model.h"
 #include "pipeline.h"
 #include "schedule.h"
 #include "system.h"
 #include "taskgraph.h"
+#include "tensor.h"
 
 struct stage_report {
     int index;              /* pipeline device 0..pp-1 */
@@ -28,6 +32,9 @@ struct stage_report {
     double peak_mem;        /* bytes */
     double mem[N_MEM_CATS]; /* breakdown at the peak */
     int peak_act_units;     /* peak activations ÷ M_B of one stage, rounded (synthetic) */
+    /* Communication of each kind (enum comm_kind: tp, pp, dp) running while
+     * the stage's compute stream is idle: time it adds to the step. */
+    mp_time exposed_comm[N_COMM_KINDS];
 };
 
 struct sim_result {
@@ -38,18 +45,31 @@ struct sim_result {
     double bubble_span;     /* over the largest stage span (zero-bubble papers' rate) */
     mp_time max_span;
     double mfu, hfu;        /* 0 when the model has no FLOP count (synthetic) */
+    /* Exposed communication per kind (enum comm_kind), the mean over stages
+     * of stage_report.exposed_comm, in seconds. */
+    double exposed_comm_s[N_COMM_KINDS];
     double model_flops, hardware_flops;
     double tokens_per_s;
     uint64_t events;
     double sim_wall_s;
     int n_chips, microbatches, stages;
     struct stage_report *stage;   /* [stages] */
-    /* The closed form for textbook schedules with uniform stages (zero when
-     * the schedule has none): shown beside the simulated figures. */
+    /* The closed form of the schedule (cases.md §3), shown beside the
+     * simulated figure it predicts, so a student sees theory and simulation
+     * agree with uniform stages and part once hops or uneven stages enter.
+     * formula_figure names that figure: "bubble" (over the makespan),
+     * "bubble_span" (over the largest stage span: ZB-H2, ZB-V) or "idle_s"
+     * (the largest per-device step − busy: DualPipe). formula_text is the
+     * whole comparison: "(p-1)/(m+p-1) = 3/11 = 0.2727, simulated 0.2727". */
     bool has_formula;
-    mp_time formula_step;
-    double formula_bubble;
-    char formula_text[160];
+    mp_time formula_step;      /* predicted step time; 0 when the form has none */
+    double formula_bubble;     /* predicted value of formula_figure */
+    double formula_simulated;  /* the simulated value of formula_figure */
+    const char *formula_figure;
+    char formula_text[512];
+    /* Money and chip time (cost.h): per step, per million tokens, and for
+     * the token budget of sim_options (1T tokens by default). */
+    struct cost cost;
 };
 
 struct sim {
@@ -59,10 +79,15 @@ struct sim {
     struct chip_catalog catalog;
     struct system sys;
     bool has_system;
+    struct efficiency eff;          /* op efficiency by shape (hardware/efficiency.csv) */
     struct pipe_program prog;
     bool has_prog;
     struct stage_cost *stage_cost;  /* [prog.stages] */
     int *chip_of_device;            /* [pp] */
+    struct tensor_plan tensor;      /* TP/SP/TSP passes (tensor.h) */
+    bool has_tensor;
+    struct ep_plan experts;         /* MoE routing and EP all-to-alls (experts.h) */
+    bool has_experts;
     struct taskgraph g;
     struct engine e;
     bool has_graph;
@@ -72,6 +97,7 @@ struct sim {
 struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
+    double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,

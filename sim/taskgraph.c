@@ -137,3 +137,11 @@ static const char *const mem_names[N_MEM_CATS] = {
 const char *tg_tag_name(enum op_tag tag) { return tag < N_TAGS ? tag_names[tag] : "?"; }
 const char *tg_mem_cat_name(enum mem_cat cat) { return cat < N_MEM_CATS ? mem_names[cat] : "?"; }
 const char *tg_stream_name(enum stream_kind s) { return s == STREAM_COMPUTE ? "compute" : "comm"; }
+
+const char *tg_comm_name(enum comm_kind c)
+{
+    static const char *const names[N_COMM_KINDS] = {
+        [COMM_NONE] = "none", [COMM_TP] = "tp", [COMM_PP] = "pp", [COMM_DP] = "dp", [COMM_EP] = "ep",
+    };
+    return c < N_COMM_KINDS ? names[c] : "?";
+}

@@ -30,6 +30,10 @@ enum op_tag {
     N_TAGS
 };
 
+/* Which parallelism a communication op serves, for the exposed-comm report
+ * (report.h); the engine ignores it. */
+enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, N_COMM_KINDS };
+
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                MEM_COMM, N_MEM_CATS };
 
@@ -44,6 +48,7 @@ struct op {
     int32_t layer_first, layer_last; /* model layers covered; -1 when none */
     int32_t route_off, route_len;    /* transfer: links in taskgraph.route */
     uint8_t stream, kind, tag, alloc_cat, free_cat;
+    uint8_t comm;         /* enum comm_kind; COMM_NONE for compute */
 };
 
 struct taskgraph {
@@ -90,5 +95,6 @@ void tg_finalize(struct taskgraph *g);
 const char *tg_tag_name(enum op_tag tag);
 const char *tg_mem_cat_name(enum mem_cat cat);
 const char *tg_stream_name(enum stream_kind s);
+const char *tg_comm_name(enum comm_kind c); /* "tp", "pp", "dp", "ep", "none" */
 
 #endif

@@ -4,15 +4,23 @@
 #include <assert.h>
 #include <stdlib.h>
 
+#include "collective.h"
+
 enum { PASS_F, PASS_B, PASS_W, N_PASSES };
 
 /* Op ids of every pass of every (microbatch, stage), and of the transfer that
  * carries its output to the neighbouring stage (-1 when none). */
 struct op_index {
     int stages;
-    int *pass;   /* [(mb*stages + s)*N_PASSES + pass] */
+    int *pass;   /* [(mb*stages + s)*N_PASSES + pass]: op whose end is the pass's output */
+    int *first;  /* same index: the pass's first op (dependencies land on it) */
     int *send;   /* [(mb*stages + s)*2 + (0 fwd, 1 bwd)] */
 };
+
+static int *at_first(struct op_index *ix, int mb, int s, int pass)
+{
+    return &ix->first[((size_t)mb * ix->stages + s) * N_PASSES + pass];
+}
 
 static int *at_pass(struct op_index *ix, int mb, int s, int pass)
 {
@@ -45,14 +53,14 @@ static struct op compute_op(const struct pipeline_plan *pl, int chip, const stru
     double alloc = 0, release = 0;
     switch (p->kind) {
     case PIPE_F: d = c->t_f; alloc = c->act_bytes; break;
-    case PIPE_B: d = c->t_b; release = c->act_bytes - c->act_w_bytes; break;
+    case PIPE_B: d = c->t_b; alloc = c->work_bytes; release = c->act_bytes - c->act_w_bytes + c->work_bytes; break;
     case PIPE_W: d = c->t_w; release = c->act_w_bytes; break;
-    case PIPE_BW: d = c->t_b + c->t_w; release = c->act_bytes; break;
+    case PIPE_BW: d = c->t_b + c->t_w; alloc = c->work_bytes; release = c->act_bytes + c->work_bytes; break;
     case PIPE_FB: {
         const struct stage_cost *c2 = &pl->stage[p->stage2];
         d = pl->t_fb > 0 ? pl->t_fb : c->t_f + c2->t_b + c2->t_w;
-        alloc = c->act_bytes;
-        release = c2->act_bytes;
+        alloc = c->act_bytes + c2->work_bytes;
+        release = c2->act_bytes + c2->work_bytes;
         break;
     }
     }
@@ -66,6 +74,252 @@ static struct op compute_op(const struct pipeline_plan *pl, int chip, const stru
     o.alloc_cat = o.free_cat = MEM_ACTIVATIONS;
     o.free_bytes = release;
     return o;
+}
+
+/* What one appended pass left behind. */
+struct emitted {
+    int first;        /* its first op: input dependencies land here */
+    int out;          /* the op whose end makes its output available */
+    int last_compute; /* its last compute op */
+    bool grad_seen;   /* on_grad was called for it */
+};
+
+static enum tp_pass_kind tp_kind(int kind, bool last)
+{
+    switch (kind) {
+    case PIPE_F: return TPP_F;
+    case PIPE_B: return TPP_B;
+    case PIPE_W: return last ? TPP_W_LAST : TPP_W;
+    default: return last ? TPP_BW_LAST : TPP_BW;
+    }
+}
+
+/* A collective of the stage's TP group: one op at fast fidelity, its
+ * transfers at detailed. Returns the op after which the lane has the result. */
+static int emit_comm(struct taskgraph *g, const struct pipeline_plan *pl, int chip, int stage,
+                     int mb, const struct tp_seg *sg, int dep, int *ready, int *done)
+{
+    const struct tensor_plan *tp = pl->tensor;
+    if (sg->ep_role) {
+        /* The EP all-to-all: its cost comes from the routing (experts.h). */
+        struct op o = tg_op(OP_COLLECTIVE, chip, STREAM_COMM, TAG_ALL_TO_ALL,
+                            experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role));
+        o.bytes = pl->experts->bytes_per_rank;
+        o.comm = COMM_EP;
+        o.mb = mb;
+        o.stage = stage;
+        o.layer_first = o.layer_last = sg->ep_layer;
+        int id = tg_add(g, &o);
+        if (dep >= 0) tg_dep(g, dep, id);
+        return id;
+    }
+    if (tp->fidelity == FIDELITY_FAST) {
+        static const enum op_tag tags[N_COLL_OPS] = {
+            TAG_ALL_REDUCE, TAG_REDUCE_SCATTER, TAG_ALL_GATHER, TAG_ALL_TO_ALL, TAG_BROADCAST,
+            TAG_SEND,
+        };
+        struct op o = tg_op(OP_COLLECTIVE, chip, STREAM_COMM, tags[sg->op], sg->duration);
+        o.bytes = sg->bytes;
+        o.comm = COMM_TP;
+        o.mb = mb;
+        o.stage = stage;
+        int id = tg_add(g, &o);
+        if (dep >= 0) tg_dep(g, dep, id);
+        return id;
+    }
+    /* The group of the device running the pass (DualPipe runs a stage on
+     * two devices): its lane and the next tp − 1 chips. */
+    struct coll_spec c = tensor_coll(tp, stage, sg);
+    int *group = mp_xmalloc((size_t)tp->tp * sizeof *group);
+    for (int i = 0; i < tp->tp; i++) {
+        group[i] = chip + i;
+        ready[i] = dep;
+    }
+    c.chips = group;
+    c.mb = mb;
+    collective_add(g, pl->sys, &c, tp->fidelity, ready, done);
+    free(group);
+    return done[0];
+}
+
+/* A zero-time op on the lane's compute stream that takes (bytes > 0) or
+ * gives back (bytes < 0) communication buffers around a pass. */
+static int comm_buffer(struct taskgraph *g, int chip, double bytes, int mb, int stage)
+{
+    /* Taken on the compute stream before the pass; given back on the comm
+     * stream, so the next pass's compute need not wait for it. */
+    struct op o = tg_op(OP_MEMORY, chip, bytes > 0 ? STREAM_COMPUTE : STREAM_COMM, TAG_MEM, 0);
+    o.alloc_cat = o.free_cat = MEM_COMM;
+    if (bytes > 0) o.alloc_bytes = bytes;
+    else o.free_bytes = -bytes;
+    o.mb = mb;
+    o.stage = stage;
+    return tg_add(g, &o);
+}
+
+static void dep_all(struct taskgraph *g, const int *deps, int n, int id)
+{
+    for (int i = 0; i < n; i++)
+        if (deps[i] >= 0 && deps[i] != id) tg_dep(g, deps[i], id);
+}
+
+/* Duration of a segment for microbatch `mb`: its own, plus the routed part
+ * under expert parallelism. */
+static mp_time seg_time(const struct pipeline_plan *pl, const struct tp_seg *sg, int mb)
+{
+    if (!sg->ep_role || !pl->experts) return sg->duration;
+    return sg->duration + experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role);
+}
+
+/* Compute and communication time of one pass of (stage, mb). */
+static void pass_sums(const struct pipeline_plan *pl, int stage, enum tp_pass_kind k, int mb,
+                      mp_time *compute, mp_time *comm)
+{
+    const struct tp_pass *tpp = tensor_pass(pl->tensor, stage, k);
+    const struct tp_seg *seg = pl->tensor->seg + tpp->off;
+    for (int i = 0; i < tpp->n; i++) *(seg[i].is_comm ? comm : compute) += seg_time(pl, &seg[i], mb);
+}
+
+/* DualPipe's F&B under expert parallelism: the forward of one microbatch
+ * and the backward of another share the chip so that each one's
+ * all-to-alls hide behind the other's compute (DeepSeek-V3 §3.2.1). One
+ * compute op and one comm op start together after a zero-time start op;
+ * a zero-time join on the compute stream ends the pair when both are done,
+ * so whatever all-to-all time the compute cannot cover shows as exposed. */
+static void emit_fb_overlapped(struct taskgraph *g, const struct pipeline_plan *pl, int chip,
+                               const struct pipe_op *p, struct op base, const int *deps,
+                               int n_deps, struct emitted *em)
+{
+    mp_time comp = 0, comm = 0;
+    pass_sums(pl, p->stage, TPP_F, p->mb, &comp, &comm);
+    pass_sums(pl, p->stage2, TPP_BW, p->mb2, &comp, &comm);
+    struct op st = tg_op(OP_MEMORY, chip, STREAM_COMPUTE, TAG_FB, 0);
+    st.mb = p->mb;
+    st.mb2 = p->mb2;
+    st.stage = p->stage;
+    int start = tg_add(g, &st);
+    dep_all(g, deps, n_deps, start);
+    struct op c = base;
+    c.duration = comp;
+    int cid = tg_add(g, &c);
+    tg_dep(g, start, cid);
+    struct op k = tg_op(OP_COLLECTIVE, chip, STREAM_COMM, TAG_ALL_TO_ALL, comm);
+    k.comm = COMM_EP;
+    k.mb = p->mb;
+    k.mb2 = p->mb2;
+    k.stage = p->stage;
+    int kid = tg_add(g, &k);
+    tg_dep(g, start, kid);
+    struct op j = st;
+    int jid = tg_add(g, &j);
+    tg_dep(g, cid, jid);
+    tg_dep(g, kid, jid);
+    em->first = start;
+    em->out = em->last_compute = jid;
+    em->grad_seen = false;
+}
+
+/* show_ranks: the other EP ranks' expert GEMMs of one segment, each on its
+ * own chip (the lane is the gating rank; chip lane + j shows the j-th of the
+ * others), after the dispatch; the combine waits for all of them. */
+static int rank_ops(struct taskgraph *g, const struct pipeline_plan *pl, int chip, int mb,
+                    int stage, const struct tp_seg *sg, int after, int *out)
+{
+    const struct ep_plan *ep = pl->experts;
+    int moe = ep->moe_of_layer[sg->ep_layer];
+    int gate = ep->gate_rank[(size_t)mb * ep->n_moe + moe], n = 0;
+    for (int r = 0; r < ep->ep; r++) {
+        if (r == gate) continue;
+        struct op o = tg_op(OP_COMPUTE, chip + 1 + n, STREAM_COMPUTE, TAG_OTHER,
+                            experts_rank_time(ep, mb, sg->ep_layer, r, sg->ep_role));
+        o.mb = mb;
+        o.stage = stage;
+        o.layer_first = o.layer_last = sg->ep_layer;
+        out[n] = tg_add(g, &o);
+        if (after >= 0) tg_dep(g, after, out[n]);
+        n++;
+    }
+    return n;
+}
+
+/* Append one program entry as its segments (tensor.h) or as one op; the
+ * pass's activation memory rides on its first and last compute ops, its
+ * communication buffers (TSP, ZeRO-3) on zero-time ops around it. `deps`
+ * are the ops its input waits for. */
+static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int device, int chip,
+                      const struct pipe_op *p, bool last, const int *deps, int n_deps,
+                      int *ready, int *done, struct emitted *em)
+{
+    struct op base = compute_op(pl, chip, p);
+    const struct tp_pass *tpp = NULL;
+    if (pl->tensor && p->kind != PIPE_FB) tpp = tensor_pass(pl->tensor, p->stage, tp_kind(p->kind, last));
+    double extra = p->kind != PIPE_W && p->kind != PIPE_FB ? pl->pass_extra_comm : 0;
+    if (tpp && tpp->n > 0) extra += tpp->extra_bytes;
+    em->grad_seen = false;
+    em->last_compute = -1;
+    if (p->kind == PIPE_FB && pl->experts && pl->tensor) {
+        emit_fb_overlapped(g, pl, chip, p, base, deps, n_deps, em);
+        return;
+    }
+    int buf = extra > 0 ? comm_buffer(g, chip, extra, p->mb, p->stage) : -1;
+    if (!tpp || tpp->n == 0) {
+        int id = tg_add(g, &base);
+        dep_all(g, deps, n_deps, id);
+        em->first = buf >= 0 ? buf : id;
+        em->out = em->last_compute = id;
+        if (buf >= 0) tg_dep(g, id, comm_buffer(g, chip, -extra, p->mb, p->stage));
+        return;
+    }
+    const struct tp_seg *seg = pl->tensor->seg + tpp->off;
+    int *ids = mp_xmalloc((size_t)tpp->n * sizeof *ids);
+    int first_c = -1, last_c = -1, prev_c = buf, out_k = -1;
+    int n_ranks = 0, *ranks = pl->ep_show_ranks ? mp_xmalloc((size_t)pl->experts->ep * sizeof *ranks) : NULL;
+    for (int k = 0; k < tpp->n; k++) {
+        if (!seg[k].is_comm) {
+            if (first_c < 0) first_c = k;
+            last_c = k;
+        }
+        if (!seg[k].is_comm || seg[k].blocking) out_k = k;
+    }
+    em->first = buf;
+    for (int k = 0; k < tpp->n; k++) {
+        const struct tp_seg *sg = &seg[k];
+        int id;
+        if (sg->is_comm) {
+            id = emit_comm(g, pl, chip, p->stage, p->mb, sg, prev_c, ready, done);
+            if (prev_c < 0) dep_all(g, deps, n_deps, id);
+            for (int r = 0; r < n_ranks; r++) tg_dep(g, ranks[r], id);
+            n_ranks = 0;
+        } else {
+            struct op o = base;
+            o.duration = seg_time(pl, sg, p->mb);
+            o.alloc_bytes = k == first_c ? base.alloc_bytes : 0;
+            o.free_bytes = k == last_c ? base.free_bytes : 0;
+            id = tg_add(g, &o);
+            if (prev_c < 0) dep_all(g, deps, n_deps, id);
+            if (sg->wait >= 0) tg_dep(g, ids[sg->wait], id);
+            if (ranks && sg->ep_role)
+                n_ranks = rank_ops(g, pl, chip, p->mb, p->stage, sg,
+                                   sg->wait >= 0 ? ids[sg->wait] : prev_c, ranks);
+            prev_c = id;
+            em->last_compute = id;
+            if (sg->grad_layer >= 0 && pl->on_grad) {
+                pl->on_grad(pl->hook_ctx, g, device, p->stage, sg->grad_layer, id);
+                em->grad_seen = true;
+            }
+        }
+        ids[k] = id;
+        if (em->first < 0) em->first = id;
+    }
+    em->out = ids[out_k];
+    if (buf >= 0) {
+        /* Given back once the pass's last op, compute or comm, is done. */
+        int rel = comm_buffer(g, chip, -extra, p->mb, p->stage);
+        tg_dep(g, ids[tpp->n - 1], rel);
+        if (em->last_compute >= 0 && ids[tpp->n - 1] != em->last_compute) tg_dep(g, em->last_compute, rel);
+    }
+    free(ids);
+    free(ranks);
 }
 
 /* Hand (mb, s)'s output to the stage next along `dir` (0 forward, 1 back) when
@@ -86,6 +340,7 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
                         system_route_time(pl->sys, links, n, bytes) + pl->hop);
     o.bytes = bytes;
+    o.comm = COMM_PP;
     o.mb = mb;
     o.stage = s;
     o.layer_first = pl->stage[s].layer_first;
@@ -110,78 +365,125 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     struct op_index ix = { .stages = S };
     size_t cells = (size_t)M * S;
     ix.pass = mp_xmalloc(cells * N_PASSES * sizeof *ix.pass);
+    ix.first = mp_xmalloc(cells * N_PASSES * sizeof *ix.first);
     ix.send = mp_xmalloc(cells * 2 * sizeof *ix.send);
-    for (size_t i = 0; i < cells * N_PASSES; i++) ix.pass[i] = -1;
+    for (size_t i = 0; i < cells * N_PASSES; i++) ix.pass[i] = ix.first[i] = -1;
     for (size_t i = 0; i < cells * 2; i++) ix.send[i] = -1;
     out->last_op = mp_xmalloc((size_t)prog->devices * sizeof *out->last_op);
     out->first_op = mp_xmalloc((size_t)prog->devices * sizeof *out->first_op);
+    out->last_any = mp_xmalloc((size_t)prog->devices * sizeof *out->last_any);
+    int tp = pl->tensor ? pl->tensor->tp : 1;
+    int *ready = mp_xmalloc((size_t)tp * sizeof *ready), *done = mp_xmalloc((size_t)tp * sizeof *done);
+    /* The program index of each (device, stage)'s last weight-gradient op:
+     * its gradients are complete for the step when it ends (DualPipe runs a
+     * stage on two devices). */
+    int *last_w = mp_xmalloc((size_t)S * prog->devices * sizeof *last_w);
+    for (int i = 0; i < S * prog->devices; i++) last_w[i] = -1;
+    for (int d = 0; d < prog->devices; d++)
+        for (int k = 0; k < prog->n_ops[d]; k++) {
+            const struct pipe_op *p = &prog->ops[d][k];
+            if (p->kind == PIPE_W || p->kind == PIPE_BW) last_w[d * S + p->stage] = k;
+            if (p->kind == PIPE_FB) last_w[d * S + p->stage2] = k;
+        }
 
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
     for (int d = 0; d < prog->devices; d++) {
         int chip = pl->chip_of_device[d];
-        out->first_op[d] = out->last_op[d] = -1;
+        out->first_op[d] = out->last_op[d] = out->last_any[d] = -1;
+        int prev_first = -1;
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
-            struct op o = compute_op(pl, chip, p);
-            int id = tg_add(g, &o);
-            if (out->first_op[d] < 0) out->first_op[d] = id;
-            out->last_op[d] = id;
+            int dep = -1;
+            if (pl->before_pass && p->kind != PIPE_W)
+                dep = pl->before_pass(pl->hook_ctx, g, d, p->stage, p->kind, prev_first);
+            bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && last_w[d * S + p->stage] == k;
+            struct emitted em;
+            emit_pass(g, pl, d, chip, p, last, &dep, 1, ready, done, &em);
+            prev_first = em.first;
+            if (out->first_op[d] < 0) out->first_op[d] = em.first;
+            out->last_op[d] = em.last_compute;
+            out->last_any[d] = em.out;
+            int id = em.out;
             switch (p->kind) {
             case PIPE_F:
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
+                *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 0);
                 break;
             case PIPE_B:
                 *at_pass(&ix, p->mb, p->stage, PASS_B) = id;
+                *at_first(&ix, p->mb, p->stage, PASS_B) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 1);
                 break;
             case PIPE_W:
                 *at_pass(&ix, p->mb, p->stage, PASS_W) = id;
+                *at_first(&ix, p->mb, p->stage, PASS_W) = em.first;
                 break;
             case PIPE_BW:
                 *at_pass(&ix, p->mb, p->stage, PASS_B) = id;
                 *at_pass(&ix, p->mb, p->stage, PASS_W) = id;
+                *at_first(&ix, p->mb, p->stage, PASS_B) = em.first;
+                *at_first(&ix, p->mb, p->stage, PASS_W) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 1);
                 break;
             case PIPE_FB:
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
                 *at_pass(&ix, p->mb2, p->stage2, PASS_B) = id;
                 *at_pass(&ix, p->mb2, p->stage2, PASS_W) = id;
+                *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
+                *at_first(&ix, p->mb2, p->stage2, PASS_B) = em.first;
+                *at_first(&ix, p->mb2, p->stage2, PASS_W) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 0);
                 add_send(g, pl, &ix, id, p->mb2, p->stage2, 1);
                 break;
             }
+            /* A last backward with no per-layer cut: the whole stage's
+             * gradients are done when it is. */
+            if (pl->on_grad && !em.grad_seen) {
+                if (last) pl->on_grad(pl->hook_ctx, g, d, p->stage, -1, em.last_compute);
+                else if (p->kind == PIPE_FB && last_w[d * S + p->stage2] == k)
+                    pl->on_grad(pl->hook_ctx, g, d, p->stage2, -1, em.last_compute);
+            }
         }
     }
 
-    /* Pass 2: dependencies along each microbatch's path. */
+    /* Pass 2: dependencies along each microbatch's path, from the op that
+     * produced an input to the first op of the pass that takes it. */
     for (int mb = 0; mb < M; mb++) {
         for (int s = 0; s < S; s++) {
             int f = *at_pass(&ix, mb, s, PASS_F);
             int b = *at_pass(&ix, mb, s, PASS_B);
             int w = *at_pass(&ix, mb, s, PASS_W);
+            int f0 = *at_first(&ix, mb, s, PASS_F);
+            int b0 = *at_first(&ix, mb, s, PASS_B);
+            int w0 = *at_first(&ix, mb, s, PASS_W);
             assert(f >= 0 && b >= 0 && w >= 0); /* the validator guarantees it */
             if (s > 0) {
                 int in = arrival(&ix, mb, s - 1, 0, PASS_F);
-                if (in != f) tg_dep(g, in, f);
+                if (in != f) tg_dep(g, in, f0);
             }
-            if (b != f) tg_dep(g, f, b);
+            if (b != f) tg_dep(g, f, b0);
             if (s < S - 1) {
                 int in = arrival(&ix, mb, s + 1, 1, PASS_B);
-                if (in != b) tg_dep(g, in, b);
+                if (in != b) tg_dep(g, in, b0);
             }
-            if (w != b) tg_dep(g, b, w);
+            if (w != b) tg_dep(g, b, w0);
         }
     }
     free(ix.pass);
+    free(ix.first);
     free(ix.send);
+    free(ready);
+    free(done);
+    free(last_w);
 }
 
 void pipeline_out_release(struct pipeline_out *out)
 {
     free(out->last_op);
     free(out->first_op);
-    out->last_op = out->first_op = NULL;
+    free(out->last_any);
+    out->last_op = out->first_op = out->last_any = NULL;
 }

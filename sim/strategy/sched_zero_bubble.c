@@ -309,16 +309,41 @@ static void v_layout(struct pipe_program *prog, int p, int m)
     for (int s = 0; s < 2 * p; s++) prog->device_of[s] = s < p ? s : 2 * p - 1 - s;
 }
 
+static void copy_ops(struct pipe_program *dst, const struct pipe_program *src);
+
+/* The greedy runs with the pass times the shape gives (equal by default),
+ * because an order tuned for equal times idles in every steady-state round
+ * once B is slower than F (at T_B = 2T_F it fell behind 1F1B from m = 19 on,
+ * p = 4). With unequal times no one priority rule is best either, so the
+ * four combinations of B-first and W-only-when-it-fits are tried and the
+ * shortest kept, the default rule first so that equal times keep the order
+ * above. */
 static int gen_zb_v(const struct pipe_shape *shape, struct pipe_program *prog,
                     struct mp_error *err)
 {
-    int p = shape->devices;
-    v_layout(prog, p, shape->microbatches);
-    struct greedy_cfg cfg = {.t = {1, 1, 1}, .limit = 2.0 * p, .w_mem = 0.5,
-                             .b_first = 0, .w_fits = 0};
-    if (greedy(prog, &cfg) != MP_OK)
+    int p = shape->devices, m = shape->microbatches;
+    struct zb_times t = {shape->t_f > 0 ? shape->t_f : 1, shape->t_b > 0 ? shape->t_b : 1,
+                         shape->t_w > 0 ? shape->t_w : 1};
+    v_layout(prog, p, m);
+    struct pipe_program cand;
+    memset(&cand, 0, sizeof cand);
+    v_layout(&cand, p, m);
+    double best = -1;
+    for (int c = 0; c < 4; c++) {
+        clear_ops(&cand);
+        struct greedy_cfg cfg = {.t = t, .limit = 2.0 * p, .w_mem = 0.5,
+                                 .b_first = c / 2, .w_fits = c % 2};
+        if (greedy(&cand, &cfg) != MP_OK) continue;
+        double span = eval_makespan(&cand, &t);
+        if (span >= 0 && (best < 0 || span < best - 1e-9)) {
+            best = span;
+            copy_ops(prog, &cand);
+        }
+    }
+    pipe_program_release(&cand);
+    if (best < 0)
         return mp_fail(err, MP_ERR_INTERNAL, "zb-v: the V schedule stalled for pp = %d, %d "
-                       "microbatches", p, shape->microbatches);
+                       "microbatches", p, m);
     return MP_OK;
 }
 
