@@ -115,6 +115,16 @@ expect 2 "$T/no/such/dir/t.csv" -- run scenarios/teach-bubbles.ini --timeline "$
 
 # --- infeasible: exit 3 with the reason, still no output files
 expect 3 "does not fit in memory|chip 0|activations" -- run scenarios/teach-bubbles.ini --set synthetic.activation=20GB $O
+# a schedule's rules: exit 3 stating the rule and the numbers
+expect 3 "layers per stage (8)|vpp (3)" -- run scenarios/teach-bubbles.ini --set model.kind=transformer --set model.config=llama3-8b --set training.schedule=interleaved --set parallel.vpp=3 $O
+expect 3 "dualpipe|even pp|got 3" -- run scenarios/teach-bubbles.ini --set training.schedule=dualpipe --set parallel.pp=3 --set training.global_batch=6 $O
+expect 3 "dualpipe|at least 2·pp = 8 microbatches, got 6" -- run scenarios/teach-bubbles.ini --set training.schedule=dualpipe $O --set training.global_batch=6
+expect 3 "interleaved|microbatches|got 2|pp = 4" -- run scenarios/teach-bubbles.ini --set training.schedule=interleaved --set parallel.vpp=2 --set training.global_batch=2 $O
+expect 3 "zb-auto memory limit (0.5 M_B)" -- run scenarios/teach-bubbles.ini --set training.schedule=zb-auto --set training.memory_limit=0.5 $O
+# the schedule keys' bad values: exit 2 naming the key
+expect 2 "training.memory_limit|microbatch activations|lots" -- run scenarios/teach-bubbles.ini --set training.memory_limit=lots $O
+expect 2 "training.memory_limit|-2" -- run scenarios/teach-bubbles.ini --set training.memory_limit=-2 $O
+expect 2 "synthetic.forward_backward|duration|3" -- run scenarios/teach-bubbles.ini --set synthetic.forward_backward=3 $O
 
 # --- and the good path writes both files, complete
 "$MPSIM" run scenarios/teach-bubbles.ini --timeline "$T/t.csv" --trace "$T/t.json" >/dev/null 2>&1

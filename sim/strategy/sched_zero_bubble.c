@@ -282,10 +282,11 @@ static void clear_ops(struct pipe_program *prog)
  *
  * 2p stages in a V: device d runs stage d going down and stage 2p−1−d coming
  * back, so every microbatch starts and ends on device 0 and each device's two
- * chunks balance its memory. The order is the greedy above with equal pass
- * times, forwards first, a limit of 2p chunk activations (= p·M_B, as each
- * chunk holds half a stage's layers) and a pending W counted as half a chunk's
- * stash. It reproduces the hand-written ZB-V of cases.md §3: device i
+ * chunks balance its memory. The order is the greedy above with the shape's
+ * pass times (equal by default), a limit of 2p chunk activations (= p·M_B, as
+ * each chunk holds half a stage's layers) and a pending W counted as half a
+ * chunk's stash. With equal times and forwards first it reproduces the
+ * hand-written ZB-V of cases.md §3: device i
  * (1-based) warms up with 2p−i forwards of its first chunk and i−1 of its
  * second, interleaved as they arrive; then runs F-B-W groups of the second
  * chunk until the first backward of its first chunk arrives; then both chunks
