@@ -27,6 +27,8 @@ static const char search_usage_text[] =
     "  --jobs N             threads (default: the number of cores)\n"
     "  --set key=value      override a scenario key (repeatable)\n"
     "  --tokens N           token budget for cost figures (default 1T)\n"
+    "  --out OUT.csv        also write every simulated layout as a CSV row, in\n"
+    "                       enumeration order, as `mpsim sweep` does (for `mpsim plot`)\n"
     "  --quiet              no progress on stderr\n";
 
 int cli_search(int argc, char **argv)
@@ -54,11 +56,12 @@ int cli_search(int argc, char **argv)
             else if (!strcmp(a, "--max-micro-batch")) opt.max_micro_batch = (int)n;
             else opt.max_vpp = (int)n;
         } else if (!strcmp(a, "--metric") || !strcmp(a, "--schedules") || !strcmp(a, "--set") ||
-                   !strcmp(a, "--tokens")) {
+                   !strcmp(a, "--tokens") || !strcmp(a, "--out")) {
             if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--metric")) opt.metric = v;
             else if (!strcmp(a, "--schedules")) opt.schedules = v;
+            else if (!strcmp(a, "--out")) opt.out = v;
             else if (!strcmp(a, "--tokens") && cost_parse_tokens(v, &opt.token_budget))
                 return cli_usage_error("search: --tokens: expected a token count such as 1T, "
                                        "got '%s'", v);

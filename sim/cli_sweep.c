@@ -10,6 +10,7 @@
 #include "config.h"
 #include "cost.h"
 #include "sweep.h"
+#include "sweep_mpi.h"
 #include "units.h"
 
 static const char sweep_usage_text[] =
@@ -19,7 +20,9 @@ static const char sweep_usage_text[] =
     "Simulates every point of the grid (the product of the --vary lists; the first\n"
     "--vary is the outermost loop) and writes one CSV row per point: the varied keys,\n"
     "then " SWEEP_METRIC_COLUMNS ",\n"
-    "feasible and reason.\n"
+    "feasible and reason. A serving scenario (an [inference] section, or a varied\n"
+    "inference.* key) runs the serving simulation and has the columns\n"
+    SWEEP_SERVE_COLUMNS ".\n"
     "\n"
     "VALUES is a comma-separated list; for numeric keys an item may be a range:\n"
     "  A..B*K   multiply by K while ≤ B   parallel.pp=1..64*2   → 1,2,4,8,16,32,64\n"
@@ -44,6 +47,9 @@ static const char sweep_usage_text[] =
     "  --quiet            no progress on stderr (the closing summary stays)\n"
     "\n"
     "Progress goes to stderr: a bar when it is a terminal, else a line per 10%.\n"
+    "Built with `make MPI=1`, `mpirun -n K mpsim sweep ...` deals the points over K\n"
+    "ranks (--jobs threads each, default the node's cores / its ranks); rank 0 writes\n"
+    "the same file as one process would (docs/sweeps.md).\n"
     "exit status: 0 done (infeasible points are rows, not failures); 2 bad input,\n"
     "before any point runs.\n";
 
@@ -54,19 +60,20 @@ static int need_value(int argc, char **argv, int i)
 }
 
 /* A --pareto or --best column must be a metric or a varied key. */
-static int check_column(const struct sweep_grid *g, const char *name, const char *flag)
+static int check_column(const struct sweep_grid *g, bool serving, const char *name,
+                        const char *flag)
 {
-    if (sweep_is_metric(name)) return MP_OK;
+    if (sweep_is_metric(name, serving)) return MP_OK;
     for (int a = 0; a < g->n_axes; a++) {
         const char *full = g->axis[a].key->name;
         if (!strcmp(full, name) || !strcmp(strchr(full, '.') + 1, name)) return MP_OK;
     }
     fprintf(stderr, "mpsim: %s: '%s' is not a column of this sweep; metrics are %s, "
-                    "or a varied key\n", flag, name, SWEEP_METRIC_COLUMNS);
+                    "or a varied key\n", flag, name, sweep_columns(serving));
     return MP_ERR_INPUT;
 }
 
-int cli_sweep(int argc, char **argv)
+static int sweep_main(int argc, char **argv, int rank)
 {
     const char *scenario = NULL, *best = NULL, *pareto = NULL;
     struct sweep_options opt = { .progress = stderr, .progress_tty = isatty(2) };
@@ -153,7 +160,8 @@ int cli_sweep(int argc, char **argv)
                 rc = cli_usage_error("sweep: %s is both --set and --vary; keep one",
                                      g.axis[a].key->name);
     }
-    if (!rc && best) rc = check_column(&g, best, "--best");
+    bool serving = sweep_grid_serving(&g, &base);
+    if (!rc && best) rc = check_column(&g, serving, best, "--best");
     if (!rc && pareto) {
         char x[128];
         const char *comma = strchr(pareto, ',');
@@ -162,8 +170,8 @@ int cli_sweep(int argc, char **argv)
                                  "usd_per_mtok,step_time_s", pareto);
         } else {
             snprintf(x, sizeof x, "%.*s", (int)(comma - pareto), pareto);
-            rc = check_column(&g, x, "--pareto");
-            if (!rc) rc = check_column(&g, comma + 1, "--pareto");
+            rc = check_column(&g, serving, x, "--pareto");
+            if (!rc) rc = check_column(&g, serving, comma + 1, "--pareto");
         }
     }
     if (rc) {
@@ -172,16 +180,22 @@ int cli_sweep(int argc, char **argv)
     }
 
     if (quiet) opt.progress = NULL;
-    opt.best_metric = best && sweep_is_metric(best) ? best : "tokens_per_s";
+    opt.best_metric = best && sweep_is_metric(best, serving) ? best : "tokens_per_s";
     struct sweep_stats st;
     rc = sweep_run(&g, &base, &opt, &st, &err);
     if (rc) {
         sweep_grid_release(&g);
         return cli_fail(&err);
     }
+    if (rank != 0) { /* rank 0 reports for the job */
+        sweep_grid_release(&g);
+        return MP_OK;
+    }
     fprintf(stderr, "sweep: %lld points (%lld resumed, %lld simulated, %lld feasible) in "
-                        "%.2f s, %.1f points/s → %s\n", st.points, st.resumed, st.simulated,
-                st.feasible, st.wall_s, st.wall_s > 0 ? st.simulated / st.wall_s : 0, opt.out);
+                        "%.2f s, %.1f points/s", st.points, st.resumed, st.simulated,
+                st.feasible, st.wall_s, st.wall_s > 0 ? st.simulated / st.wall_s : 0);
+    if (sweep_mpi_size() > 1) fprintf(stderr, " over %d ranks", sweep_mpi_size());
+    fprintf(stderr, " → %s\n", opt.out);
     if (best || pareto) {
         struct sweep_table t;
         if ((rc = sweep_table_load(&t, opt.out, &err)) == MP_OK) {
@@ -195,5 +209,17 @@ int cli_sweep(int argc, char **argv)
         if (rc) rc = cli_fail(&err);
     }
     sweep_grid_release(&g);
+    return rc;
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    sweep_mpi_init();
+    int rank = sweep_mpi_rank();
+    /* Every rank parses the same arguments and meets the same input errors;
+     * rank 0 says them (and draws the progress) for all. */
+    if (rank != 0 && !freopen("/dev/null", "w", stderr)) return MP_ERR_INTERNAL;
+    int rc = sweep_main(argc, argv, rank);
+    sweep_mpi_finalize();
     return rc;
 }

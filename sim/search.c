@@ -2,8 +2,10 @@
  * rest on threads, rank; see search.h. */
 #include "search.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -239,6 +241,7 @@ static void enumerate(struct enum_ctx *x, const struct config *base, int chips_p
 
 struct pool {
     const struct list *in;
+    char **row;           /* [in->n] CSV rows when opt->out, else NULL */
     const struct search_options *opt;
     const char *metric;
     struct search_hit *hit;
@@ -284,6 +287,53 @@ static void fill_hit(struct search_hit *h, const struct cand *c, const struct si
     h->metric = h->feasible ? v : NAN;
 }
 
+/* One row of `--out`: the layout's keys as an INI holds them, then what a
+ * sweep writes after its keys. */
+static char *csv_row(const struct config *cfg, const struct sim *s, int rc,
+                     const struct mp_error *err)
+{
+    char keys[10 * CONFIG_STR] = "", one[CONFIG_STR]; /* nine keys, none truncated */
+    for (const char *p = SEARCH_KEYS; *p;) {
+        size_t len = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        config_format_value(cfg, config_find_key(name), one, sizeof one);
+        snprintf(keys + strlen(keys), sizeof keys - strlen(keys), "%s,", one);
+        p += len;
+        if (*p) p++;
+    }
+    char *tail = sweep_row_tail(s, rc, err,
+                                cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp);
+    char *row = mp_xmalloc(strlen(keys) + strlen(tail) + 1);
+    strcpy(row, keys);
+    strcat(row, tail);
+    free(tail);
+    return row;
+}
+
+/* Write the rows of the simulated layouts, in enumeration order, into `f`
+ * (`partial`, opened before any simulation so a bad path fails early), and
+ * rename it to `path`. */
+static int write_rows(FILE *f, const char *partial, const char *path, char **row,
+                      const struct search_hit *hit, int n, struct mp_error *err)
+{
+    int bad = fprintf(f, "%s,%s,feasible,reason\n", SEARCH_KEYS, SWEEP_METRIC_COLUMNS) < 0;
+    for (int i = 0; i < n && !bad; i++)
+        if (!hit[i].skipped && row[i]) bad = fputs(row[i], f) < 0;
+    int e = bad ? errno : 0;
+    if (fflush(f) != 0 && !e) e = errno;
+    if (fclose(f) != 0 && !e) e = errno;
+    if (bad || e) {
+        remove(partial);
+        return mp_fail(err, MP_ERR_INTERNAL, "--out %s: write failed: %s", partial,
+                       strerror(e));
+    }
+    if (rename(partial, path) != 0)
+        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, path,
+                       strerror(errno));
+    return MP_OK;
+}
+
 static void *search_worker(void *arg)
 {
     struct pool *p = arg;
@@ -306,6 +356,7 @@ static void *search_worker(void *arg)
             struct mp_error err = { 0 };
             int rc = sim_run(s, &p->in->c[i].cfg, &so, &err);
             fill_hit(&p->hit[i], &p->in->c[i], s, rc, &err, p->metric);
+            if (p->row) p->row[i] = csv_row(&p->in->c[i].cfg, s, rc, &err);
             sim_release(s);
             fits = rc == MP_OK;
         }
@@ -364,16 +415,24 @@ int search_run(const struct config *base, const struct search_options *opt,
         if (*p) p++;
     }
 
-    char path[1024];
+    char path[1024], partial[1100];
     struct model m;
     struct chip_catalog cat;
     struct system sys;
+    FILE *out = NULL;
+    if (opt->out) {
+        if (snprintf(partial, sizeof partial, "%s.partial", opt->out) >= (int)sizeof partial)
+            return mp_fail(err, MP_ERR_INPUT, "--out %s: path too long", opt->out);
+        if (!(out = fopen(partial, "w")))
+            return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out,
+                           partial, strerror(errno));
+    }
     int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
     if (!rc) rc = model_load(&m, path, err);
-    if (rc) return rc;
+    if (rc) goto fail_out;
     if ((rc = chip_catalog_load_default(&cat, err))) {
         model_release(&m);
-        return rc;
+        goto fail_out;
     }
     rc = config_resolve(base, base->hardware.system, "hardware/systems", ".ini", path,
                         sizeof path, err);
@@ -381,7 +440,7 @@ int search_run(const struct config *base, const struct search_options *opt,
     if (rc) {
         chip_catalog_release(&cat);
         model_release(&m);
-        return rc;
+        goto fail_out;
     }
     res->capacity = sys.chip.mem_bytes;
     snprintf(res->chip, sizeof res->chip, "%s", sys.chip.name);
@@ -398,6 +457,7 @@ int search_run(const struct config *base, const struct search_options *opt,
     struct pool p = { .in = &cands, .opt = opt, .metric = metric, .progress = opt->progress,
                       .t0 = t0 };
     p.hit = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.hit);
+    if (opt->out) p.row = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.row);
     pthread_mutex_init(&p.mu, NULL);
     int jobs = opt->jobs > 0 ? opt->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (jobs < 1) jobs = 1;
@@ -412,6 +472,15 @@ int search_run(const struct config *base, const struct search_options *opt,
     free(tid);
     free(cands.c);
 
+    if (opt->out) {
+        rc = write_rows(out, partial, opt->out, p.row, p.hit, cands.n, err);
+        for (int i = 0; i < cands.n; i++) free(p.row[i]);
+        free(p.row);
+        if (rc) {
+            free(p.hit);
+            return rc;
+        }
+    }
     /* Keep the simulated ones. */
     res->hit = p.hit;
     for (int i = 0; i < cands.n; i++) {
@@ -429,6 +498,12 @@ int search_run(const struct config *base, const struct search_options *opt,
     qsort(res->hit, (size_t)res->n_hits, sizeof *res->hit, hit_cmp);
     res->wall_s = now_s() - t0;
     return MP_OK;
+fail_out:
+    if (out) {
+        fclose(out);
+        remove(partial);
+    }
+    return rc;
 }
 
 void search_result_release(struct search_result *res)

@@ -35,7 +35,17 @@ struct search_options {
     const char *metric;   /* ranking: a sweep metric column (NULL: tokens_per_s) */
     double token_budget;  /* for the cost figures (0: 1T) */
     FILE *progress;       /* one line per 10% (NULL: quiet) */
+    /* When set, every simulated layout is a row of this CSV, in enumeration
+     * order, with a sweep's conventions (sweep.h): the layout's keys
+     * (SEARCH_KEYS), SWEEP_METRIC_COLUMNS, feasible, reason. Written to
+     * OUT.partial and renamed when whole. */
+    const char *out;
 };
+
+/* The key columns of `search --out`, as dotted names. */
+#define SEARCH_KEYS                                                            \
+    "parallel.tp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,"            \
+    "training.micro_batch,training.schedule,training.recompute,training.zero"
 
 /* One simulated layout. */
 struct search_hit {
@@ -65,7 +75,8 @@ struct search_result {
 
 /* Enumerate, prune, simulate and rank. MP_ERR_INPUT for a bad chip count
  * (not a multiple of tp options, or one the global batch cannot use), bad
- * schedule names or metric, or a scenario that does not load. */
+ * schedule names or metric, a scenario that does not load, or an --out
+ * that cannot be written (checked before anything is simulated). */
 int search_run(const struct config *base, const struct search_options *opt,
                struct search_result *res, struct mp_error *err);
 

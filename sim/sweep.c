@@ -31,8 +31,11 @@
 #include <csv.h>
 #include <gsl/gsl_errno.h>
 
+#include "cost.h"
 #include "schedule.h"
+#include "serve.h"
 #include "sim.h"
+#include "sweep_mpi.h"
 #include "units.h"
 
 #define SLOTS_PER_JOB 64
@@ -326,11 +329,24 @@ static void sb_field(struct sbuf *b, const char *text)
     free(clean);
 }
 
-char *sweep_header(const struct sweep_grid *g)
+bool sweep_grid_serving(const struct sweep_grid *g, const struct config *base)
+{
+    if (base->inference.present) return true;
+    for (int a = 0; a < g->n_axes; a++)
+        if (!strncmp(g->axis[a].key->name, "inference.", 10)) return true;
+    return false;
+}
+
+const char *sweep_columns(bool serving)
+{
+    return serving ? SWEEP_SERVE_COLUMNS : SWEEP_METRIC_COLUMNS;
+}
+
+char *sweep_header(const struct sweep_grid *g, bool serving)
 {
     struct sbuf b = { 0 };
     for (int a = 0; a < g->n_axes; a++) sb_add(&b, "%s,", g->axis[a].key->name);
-    sb_add(&b, "%s,feasible,reason\n", SWEEP_METRIC_COLUMNS);
+    sb_add(&b, "%s,feasible,reason\n", sweep_columns(serving));
     return b.p;
 }
 
@@ -361,9 +377,9 @@ static double result_metric(const struct sim_result *r, const char *name)
     return NAN;
 }
 
-bool sweep_is_metric(const char *name)
+bool sweep_is_metric(const char *name, bool serving)
 {
-    const char *p = SWEEP_METRIC_COLUMNS;
+    const char *p = sweep_columns(serving);
     size_t n = strlen(name);
     while (*p) {
         size_t len = strcspn(p, ",");
@@ -372,6 +388,26 @@ bool sweep_is_metric(const char *name)
         if (*p == ',') p++;
     }
     return false;
+}
+
+/* A metric of a finished serving run by its column name; NaN when none. */
+static double serve_metric(const struct serve *sv, const struct cost *c, const char *name)
+{
+    const struct serve_result *r = &sv->res;
+    if (!strcmp(name, "step_time_s")) return mp_seconds(r->makespan);
+    if (!strcmp(name, "tokens_per_s")) return r->tokens_per_s;
+    if (!strcmp(name, "ttft_p50_s")) return r->ttft[0];
+    if (!strcmp(name, "ttft_p99_s")) return r->ttft[2];
+    if (!strcmp(name, "tpot_p50_s")) return r->tpot[0];
+    if (!strcmp(name, "tpot_p99_s")) return r->tpot[2];
+    if (!strcmp(name, "e2e_p50_s")) return r->e2e[0];
+    if (!strcmp(name, "requests_completed")) return r->completed;
+    if (!strcmp(name, "requests_per_s")) return r->requests_per_s;
+    if (!strcmp(name, "max_inflight")) return r->max_inflight;
+    if (!strcmp(name, "kv_peak_fraction")) return r->kv_peak_fraction;
+    if (!strcmp(name, "chips")) return sv->stages;
+    if (!strcmp(name, "usd_per_mtok")) return c->basis != COST_UNKNOWN ? c->usd_per_mtok : NAN;
+    return NAN;
 }
 
 /* The cells after the varied keys. `ran` says the engine got as far as the
@@ -394,14 +430,79 @@ static void sb_metrics(struct sbuf *b, const struct sim_result *r, bool ran, int
     sb_add(b, "%.6g", c->budget_chip_hours);
 }
 
+/* metrics, feasible, reason and the newline of a training point. */
+static void sb_tail(struct sbuf *b, const struct sim *s, int rc, const struct mp_error *err,
+                    int chips)
+{
+    sb_metrics(b, &s->res, s->res.stage != NULL /* fold_metrics ran */, chips);
+    if (rc == MP_OK) {
+        sb_add(b, ",true,\n");
+    } else {
+        /* Input errors of one point (global_batch not divisible by this
+         * point's micro_batch × dp, pp beyond the model's layers) are rows
+         * too: the grid is a product, and some corners of it do not exist. */
+        sb_add(b, ",false,");
+        sb_field(b, rc == MP_ERR_INFEASIBLE && s->res.infeasible_reason[0]
+                        ? s->res.infeasible_reason : err->msg);
+        sb_add(b, "\n");
+    }
+}
+
+char *sweep_row_tail(const struct sim *s, int rc, const struct mp_error *err, int chips)
+{
+    struct sbuf b = { 0 };
+    sb_tail(&b, s, rc, err, chips);
+    return b.p;
+}
+
+/* The cells after the varied keys of a serving point. Only a finished run
+ * has figures: serve_run's infeasible answers (the model does not fit, a
+ * request could never be admitted) come before any request is served. */
+static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
+                          const struct mp_error *err, const char *best, double *metric)
+{
+    struct serve *sv = mp_xmalloc(sizeof *sv);
+    struct mp_error e2 = { 0 };
+    if (!rc) {
+        rc = serve_run(sv, cfg, &e2);
+    } else {
+        memset(sv, 0, sizeof *sv);
+        e2 = *err;
+    }
+    if (rc == MP_OK) {
+        /* Priced like a training step: all stages' chips for the makespan,
+         * per million output tokens. */
+        struct cost c;
+        cost_compute(&c, &sv->pr.chip, sv->stages, mp_seconds(sv->res.makespan),
+                     sv->res.output_tokens, 0);
+        const struct serve_result *r = &sv->res;
+        uint64_t ps = (uint64_t)r->makespan;
+        sb_add(b, "%" PRIu64 ".%012" PRIu64 ",%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%.10g,%d,%.6g,%d,",
+               ps / 1000000000000u, ps % 1000000000000u, r->tokens_per_s, r->ttft[0],
+               r->ttft[2], r->tpot[0], r->tpot[2], r->e2e[0], r->completed, r->requests_per_s,
+               r->max_inflight, r->kv_peak_fraction, sv->stages);
+        if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_mtok);
+        sb_add(b, ",true,\n");
+        *metric = serve_metric(sv, &c, best);
+    } else {
+        for (const char *p = SWEEP_SERVE_COLUMNS; *p; p++)
+            if (*p == ',') sb_add(b, ",");
+        sb_add(b, ",false,");
+        sb_field(b, e2.msg);
+        sb_add(b, "\n");
+    }
+    serve_release(sv); /* after a memset too: serve_run's own fields say what to free */
+    free(sv);
+}
+
 struct point_out {
     char *row;     /* the CSV line, with '\n' */
     double metric; /* for "best so far"; NaN when infeasible */
 };
 
 static void run_point(const struct sweep_grid *g, const struct config *base,
-                      const struct sweep_options *opt, const char *best, long long index,
-                      struct sim *s, struct point_out *out)
+                      const struct sweep_options *opt, const char *best, bool serving,
+                      long long index, struct sim *s, struct point_out *out)
 {
     struct sbuf b = { 0 };
     int which[SWEEP_MAX_AXES];
@@ -412,28 +513,17 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     }
     struct config cfg;
     struct mp_error err = { 0 };
-    struct sim_options so = { .token_budget = opt->token_budget };
     int rc = sweep_grid_config(g, base, index, &cfg, &err);
-    bool ran = false;
-    if (!rc) {
-        rc = sim_run(s, &cfg, &so, &err);
-        ran = s->res.stage != NULL; /* fold_metrics ran */
-    }
-    int chips = cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp;
-    sb_metrics(&b, &s->res, ran, chips);
     out->metric = NAN;
-    if (rc == MP_OK) {
-        sb_add(&b, ",true,\n");
-        out->metric = result_metric(&s->res, best);
-    } else {
-        /* Input errors of one point (global_batch not divisible by this
-         * point's micro_batch × dp, pp beyond the model's layers) are rows
-         * too: the grid is a product, and some corners of it do not exist. */
-        sb_add(&b, ",false,");
-        sb_field(&b, rc == MP_ERR_INFEASIBLE && s->res.infeasible_reason[0]
-                         ? s->res.infeasible_reason : err.msg);
-        sb_add(&b, "\n");
+    if (serving) {
+        sb_serve_tail(&b, &cfg, rc, &err, best, &out->metric);
+        out->row = b.p;
+        return;
     }
+    struct sim_options so = { .token_budget = opt->token_budget };
+    if (!rc) rc = sim_run(s, &cfg, &so, &err);
+    sb_tail(&b, s, rc, &err, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp);
+    if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;
 }
@@ -467,8 +557,9 @@ struct held {
 /* Read `path` (OUT.partial or OUT): the header must be this sweep's, and
  * row i's varied values must be point i's. A last line without its newline
  * was torn by a kill and is not counted. */
-static int held_read(const char *path, const char *header, const struct sweep_grid *g,
-                     struct best *best, struct held *h, struct mp_error *err)
+static int held_read(const char *path, const char *header, const char *columns,
+                     const struct sweep_grid *g, struct best *best, struct held *h,
+                     struct mp_error *err)
 {
     memset(h, 0, sizeof *h);
     FILE *f = fopen(path, "r");
@@ -486,11 +577,11 @@ static int held_read(const char *path, const char *header, const struct sweep_gr
     }
     h->keep = (off_t)got;
     int ncols = g->n_axes + 1;
-    for (const char *c = SWEEP_METRIC_COLUMNS; *c; c++) ncols += *c == ',';
+    for (const char *c = columns; *c; c++) ncols += *c == ',';
     ncols += 2;
     int best_col = g->n_axes;
     {
-        const char *p = SWEEP_METRIC_COLUMNS;
+        const char *p = columns;
         size_t n = strlen(best->metric);
         while (*p && !(strncmp(p, best->metric, n) == 0 && (p[n] == ',' || !p[n]))) {
             p += strcspn(p, ",");
@@ -610,18 +701,25 @@ struct slot {
     struct point_out out;
 };
 
+/* This process's share of the grid: points first, first + stride, ... (one
+ * process: every point from the first not yet written; K MPI ranks: every
+ * K-th, sweep_mpi.h). The counters and the ring count items of the share. */
 struct runner {
     const struct sweep_grid *g;
     const struct config *base;
     const struct sweep_options *opt;
     const char *best_metric;
+    bool serving;
+    long long first, stride;
     pthread_mutex_t mu;
     pthread_cond_t ready; /* a slot was filled */
     pthread_cond_t space; /* the writer moved on */
     long long next_take, next_write, total;
     long long window;
-    struct slot *slot;    /* [window], point i in slot i % window */
+    struct slot *slot;    /* [window], item k in slot k % window */
     bool stop;
+    pthread_t *tid;
+    int started;
 };
 
 static void *worker(void *arg)
@@ -636,14 +734,15 @@ static void *worker(void *arg)
             pthread_mutex_unlock(&r->mu);
             break;
         }
-        long long i = r->next_take++;
+        long long k = r->next_take++;
         pthread_mutex_unlock(&r->mu);
 
         struct point_out out;
-        run_point(r->g, r->base, r->opt, r->best_metric, i, s, &out);
+        run_point(r->g, r->base, r->opt, r->best_metric, r->serving, r->first + k * r->stride,
+                  s, &out);
 
         pthread_mutex_lock(&r->mu);
-        struct slot *sl = &r->slot[i % r->window];
+        struct slot *sl = &r->slot[k % r->window];
         sl->out = out;
         sl->ready = true;
         pthread_cond_signal(&r->ready);
@@ -653,10 +752,117 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Start `jobs` workers on the share; false when none could start. */
+static bool runner_start(struct runner *r, int jobs)
+{
+    r->window = (long long)(jobs > 0 ? jobs : 1) * SLOTS_PER_JOB;
+    r->slot = mp_xcalloc((size_t)r->window, sizeof *r->slot);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->ready, NULL);
+    pthread_cond_init(&r->space, NULL);
+    r->tid = mp_xcalloc((size_t)(jobs > 0 ? jobs : 1), sizeof *r->tid);
+    for (int j = 0; j < jobs; j++) {
+        if (pthread_create(&r->tid[j], NULL, worker, r) != 0) break;
+        r->started++;
+    }
+    return jobs == 0 || r->started > 0;
+}
+
+static void runner_stop(struct runner *r)
+{
+    pthread_mutex_lock(&r->mu);
+    r->stop = true;
+    pthread_cond_broadcast(&r->space);
+    pthread_mutex_unlock(&r->mu);
+    for (int j = 0; j < r->started; j++) pthread_join(r->tid[j], NULL);
+    for (long long k = 0; k < r->window; k++)
+        if (r->slot[k].ready) free(r->slot[k].out.row);
+    free(r->slot);
+    free(r->tid);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->ready);
+    pthread_cond_destroy(&r->space);
+}
+
+/* Wait for the share's next item in order and take it. While waiting on a
+ * terminal, redraw the progress (`pg` NULL: none) at `done` points. */
+static void runner_take(struct runner *r, struct point_out *out, struct progress *pg,
+                        const struct best *best, long long done)
+{
+    pthread_mutex_lock(&r->mu);
+    struct slot *sl = &r->slot[r->next_write % r->window];
+    while (!sl->ready) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 100000000;
+        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&r->ready, &r->mu, &until);
+        if (!sl->ready && pg && pg->tty) {
+            pthread_mutex_unlock(&r->mu);
+            progress_draw(pg, r->g, best, done, false);
+            pthread_mutex_lock(&r->mu);
+        }
+    }
+    *out = sl->out;
+    sl->ready = false;
+    r->next_write++;
+    pthread_cond_broadcast(&r->space);
+    pthread_mutex_unlock(&r->mu);
+}
+
 static int write_fail(struct mp_error *err, const char *path, int e)
 {
     return mp_fail(err, MP_ERR_INTERNAL, "%s: write failed: %s (the rows written so far stay "
                    "there; --resume carries on)", path, strerror(e));
+}
+
+/* Rank 0's files: open OUT.partial for appending after what --resume may
+ * keep of it (`held`), or fresh with the header. `*f` stays NULL, with
+ * MP_OK, when OUT is already this sweep, whole (resume with nothing left). */
+static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt,
+                     const char *partial, const char *columns, bool serving, struct best *best,
+                     struct held *held, FILE **f, struct mp_error *err)
+{
+    char *header = sweep_header(g, serving);
+    struct stat st;
+    int rc = MP_OK;
+    bool have_partial = stat(partial, &st) == 0;
+    *f = NULL;
+    memset(held, 0, sizeof *held);
+    if (opt->resume && !have_partial && stat(opt->out, &st) == 0) {
+        /* Finished before: nothing to run if it is this sweep, whole. */
+        struct best b2 = *best;
+        struct mp_error e2;
+        if (held_read(opt->out, header, columns, g, &b2, held, &e2) == MP_OK &&
+            held->rows == g->n_points) {
+            free(header);
+            return MP_OK;
+        }
+        memset(held, 0, sizeof *held);
+    }
+    if (opt->resume && have_partial) {
+        if ((rc = held_read(partial, header, columns, g, best, held, err))) goto out;
+        if (truncate(partial, held->keep) != 0) {
+            rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot cut the torn last row: %s", partial,
+                         strerror(errno));
+            goto out;
+        }
+        *f = fopen(partial, "a");
+    } else {
+        *f = fopen(partial, "w");
+        if (*f && fputs(header, *f) < 0) {
+            fclose(*f);
+            *f = NULL;
+        }
+    }
+    if (!*f)
+        rc = mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out, partial,
+                     strerror(errno));
+    else
+        fflush(*f);
+out:
+    free(header);
+    return rc;
 }
 
 int sweep_run(const struct sweep_grid *g, const struct config *base,
@@ -668,6 +874,7 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     stats->points = g->n_points;
     double t0 = now_s();
     gsl_set_error_handler_off(); /* global in GSL: once, before any thread */
+    int me = sweep_mpi_rank(), ranks = sweep_mpi_size();
 
     char partial[1100];
     if (!opt->out || !*opt->out || !strcmp(opt->out, "-"))
@@ -676,118 +883,78 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     if (snprintf(partial, sizeof partial, "%s.partial", opt->out) >= (int)sizeof partial)
         return mp_fail(err, MP_ERR_INPUT, "--out %s: path too long", opt->out);
 
+    bool serving = sweep_grid_serving(g, base);
+    const char *columns = sweep_columns(serving);
     const char *metric = opt->best_metric ? opt->best_metric : "tokens_per_s";
     struct best best = { .metric = metric, .sense = sweep_metric_sense(metric), .value = NAN };
-    char *header = sweep_header(g);
     struct held held = { 0 };
+    FILE *f = NULL;
     int rc = MP_OK;
-    struct stat st;
-    bool have_partial = stat(partial, &st) == 0;
-    if (opt->resume && !have_partial && stat(opt->out, &st) == 0) {
-        /* Finished before: nothing to run if it is this sweep, whole. */
-        struct best b2 = best;
-        if (held_read(opt->out, header, g, &b2, &held, err) == MP_OK &&
-            held.rows == g->n_points) {
-            stats->resumed = held.rows;
-            stats->feasible = held.feasible;
-            free(header);
-            return MP_OK;
-        }
-        memset(&held, 0, sizeof held);
+    long long start = g->n_points;
+    if (me == 0) {
+        rc = open_rows(g, opt, partial, columns, serving, &best, &held, &f, err);
+        if (f) start = held.rows;
     }
-    FILE *f;
-    if (opt->resume && have_partial) {
-        if ((rc = held_read(partial, header, g, &best, &held, err))) {
-            free(header);
-            return rc;
-        }
-        if (truncate(partial, held.keep) != 0) {
-            free(header);
-            return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot cut the torn last row: %s",
-                           partial, strerror(errno));
-        }
-        f = fopen(partial, "a");
-    } else {
-        f = fopen(partial, "w");
-        if (f && fputs(header, f) < 0) {
-            fclose(f);
-            f = NULL;
-        }
-    }
-    free(header);
-    if (!f)
-        return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out, partial,
-                       strerror(errno));
-    fflush(f);
-    stats->resumed = held.rows;
+    /* Only rank 0 reads and writes files; the others learn from it where
+     * to start, or that it failed before any point ran. */
+    if (ranks > 1 && sweep_mpi_share_start(rc, &start) != MP_OK && me != 0)
+        return mp_fail(err, MP_ERR_INPUT, "rank %d: rank 0 stopped the sweep", me);
+    if (rc) return rc;
+    stats->resumed = me == 0 ? held.rows : 0;
     stats->feasible = held.feasible;
+    if (me == 0 && !f) {
+        stats->resumed = g->n_points; /* finished before */
+        return MP_OK;
+    }
 
     struct runner r = { .g = g, .base = base, .opt = opt, .best_metric = metric,
-                        .next_take = held.rows, .next_write = held.rows,
-                        .total = g->n_points };
-    int jobs = opt->jobs > 0 ? opt->jobs : (int)sysconf(_SC_NPROCESSORS_ONLN);
+                        .serving = serving, .first = start + me, .stride = ranks };
+    r.total = r.first < g->n_points ? (g->n_points - r.first + ranks - 1) / ranks : 0;
+    int jobs = opt->jobs;
+    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN) / sweep_mpi_local_size();
     if (jobs < 1) jobs = 1;
-    if (jobs > g->n_points - held.rows) jobs = (int)(g->n_points - held.rows);
-    r.window = (long long)(jobs > 0 ? jobs : 1) * SLOTS_PER_JOB;
-    r.slot = mp_xcalloc((size_t)r.window, sizeof *r.slot);
-    pthread_mutex_init(&r.mu, NULL);
-    pthread_cond_init(&r.ready, NULL);
-    pthread_cond_init(&r.space, NULL);
-    pthread_t *tid = mp_xcalloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tid);
-    int started = 0;
-    for (int j = 0; j < jobs; j++) {
-        if (pthread_create(&tid[j], NULL, worker, &r) != 0) break;
-        started++;
-    }
-    if (jobs > 0 && started == 0)
+    if (jobs > r.total) jobs = (int)r.total;
+    if (!runner_start(&r, jobs))
         rc = mp_fail(err, MP_ERR_INTERNAL, "sweep: cannot start a worker thread");
 
-    struct progress pg = { .f = opt->progress, .tty = opt->progress_tty, .t0 = t0,
-                           .total = g->n_points, .resumed = held.rows };
-    pg.decile = g->n_points ? (int)(held.rows * 10 / g->n_points) : 10;
-    pthread_mutex_lock(&r.mu);
-    while (!rc && r.next_write < r.total) {
-        struct slot *sl = &r.slot[r.next_write % r.window];
-        if (!sl->ready) {
-            struct timespec until;
-            clock_gettime(CLOCK_REALTIME, &until);
-            until.tv_nsec += 100000000;
-            if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-            pthread_cond_timedwait(&r.ready, &r.mu, &until);
-            if (!sl->ready && pg.tty) {
-                long long done = r.next_write;
-                pthread_mutex_unlock(&r.mu);
-                progress_draw(&pg, g, &best, done, false);
-                pthread_mutex_lock(&r.mu);
-            }
-            continue;
+    struct progress pg = { .f = me == 0 ? opt->progress : NULL, .tty = opt->progress_tty,
+                           .t0 = t0, .total = g->n_points, .resumed = start };
+    pg.decile = g->n_points ? (int)(start * 10 / g->n_points) : 10;
+    if (me == 0) {
+        for (long long i = start; !rc && i < g->n_points; i++) {
+            struct point_out out;
+            int owner = (int)((i - start) % ranks);
+            if (owner == 0) runner_take(&r, &out, &pg, &best, i);
+            else if ((rc = sweep_mpi_recv_row(owner, &out.row, &out.metric, err))) break;
+            /* One row, flushed: a kill from here on cannot lose it. */
+            if (fputs(out.row, f) < 0 || fflush(f) != 0) rc = write_fail(err, partial, errno);
+            free(out.row);
+            stats->simulated++;
+            if (!isnan(out.metric)) stats->feasible++;
+            best_offer(&best, out.metric, i);
+            progress_draw(&pg, g, &best, i + 1, false);
         }
-        struct point_out out = sl->out;
-        sl->ready = false;
-        long long i = r.next_write++;
-        pthread_cond_broadcast(&r.space);
-        pthread_mutex_unlock(&r.mu);
-
-        /* One row, flushed: a kill from here on cannot lose it. */
-        if (fputs(out.row, f) < 0 || fflush(f) != 0) rc = write_fail(err, partial, errno);
-        free(out.row);
-        stats->simulated++;
-        if (!isnan(out.metric)) stats->feasible++;
-        best_offer(&best, out.metric, i);
-        progress_draw(&pg, g, &best, i + 1, false);
-        pthread_mutex_lock(&r.mu);
+    } else {
+        for (long long k = 0; !rc && k < r.total; k++) {
+            struct point_out out;
+            runner_take(&r, &out, NULL, NULL, 0);
+            rc = sweep_mpi_send_row(out.row, out.metric, err);
+            free(out.row);
+            stats->simulated++;
+        }
     }
-    r.stop = true;
-    pthread_cond_broadcast(&r.space);
-    pthread_mutex_unlock(&r.mu);
-    for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
-    for (long long k = 0; k < r.window; k++)
-        if (r.slot[k].ready) free(r.slot[k].out.row);
-    free(r.slot);
-    free(tid);
-    pthread_mutex_destroy(&r.mu);
-    pthread_cond_destroy(&r.ready);
-    pthread_cond_destroy(&r.space);
+    runner_stop(&r);
+    if (rc && ranks > 1) {
+        /* The other ranks would wait for rank 0 (or it for them) forever:
+         * say why once, and stop the whole job. The partial file keeps
+         * every row written, for --resume. */
+        fprintf(stderr, "mpsim: rank %d: %s\n", me, err->msg);
+        sweep_mpi_abort(rc);
+    }
+    if (me != 0) {
+        stats->wall_s = now_s() - t0;
+        return rc;
+    }
 
     if (!rc) progress_draw(&pg, g, &best, g->n_points, true);
     else if (pg.f && pg.tty) fputc('\n', pg.f);

@@ -14,8 +14,9 @@
  * --vary is an input error (exit 2) and never a half-finished sweep.
  *
  * The CSV has the varied keys (their dotted names as headers, values as an
- * INI would hold them), then SWEEP_METRIC_COLUMNS, then `feasible` and
- * `reason`. Rows are appended and flushed in grid order as points finish
+ * INI would hold them), then SWEEP_METRIC_COLUMNS (training) or
+ * SWEEP_SERVE_COLUMNS (serving: an [inference] scenario, run by serve_run),
+ * then `feasible` and `reason`. Rows are appended and flushed in grid order as points finish
  * (later points that finish early wait in memory), into OUT.partial beside
  * the output; the last row renames it to OUT. A killed sweep therefore
  * leaves OUT.partial holding every point that finished before its first
@@ -36,6 +37,15 @@
 #define SWEEP_METRIC_COLUMNS                                                  \
     "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
     "usd_per_step,usd_per_mtok,budget_chip_hours"
+
+/* The metric columns of a serving sweep (sim/serve.h): step_time_s is the
+ * makespan, tokens_per_s output tokens per second; latencies in seconds
+ * over completed requests; chips = pipeline stages; usd_per_mtok per
+ * million output tokens (chips × makespan priced as cost.h says). */
+#define SWEEP_SERVE_COLUMNS                                                   \
+    "step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"    \
+    "e2e_p50_s,requests_completed,requests_per_s,max_inflight,"               \
+    "kv_peak_fraction,chips,usd_per_mtok"
 
 /* The most points one sweep may have; a grid larger than this is almost
  * certainly a typo in a range. */
@@ -78,8 +88,16 @@ void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
                       struct config *out, struct mp_error *err);
 
+/* Whether the grid's points are serving runs: the scenario has an
+ * [inference] section, or an inference.* key is varied (any such key makes
+ * a scenario a serving one, config.h). The same for every point. */
+bool sweep_grid_serving(const struct sweep_grid *g, const struct config *base);
+
+/* The metric columns of a training or a serving sweep. */
+const char *sweep_columns(bool serving);
+
 /* The CSV header line (with '\n') into a malloc'd string. */
-char *sweep_header(const struct sweep_grid *g);
+char *sweep_header(const struct sweep_grid *g, bool serving);
 
 struct sweep_options {
     const char *out;     /* the CSV path */
@@ -109,8 +127,16 @@ struct sweep_stats {
 int sweep_run(const struct sweep_grid *g, const struct config *base,
               const struct sweep_options *opt, struct sweep_stats *stats, struct mp_error *err);
 
-/* Whether `name` is one of SWEEP_METRIC_COLUMNS. */
-bool sweep_is_metric(const char *name);
+/* Whether `name` is one of the metric columns (sweep_columns(serving)). */
+bool sweep_is_metric(const char *name, bool serving);
+
+struct sim;
+
+/* The cells after the varied keys of one training point's row, with the
+ * newline: SWEEP_METRIC_COLUMNS, `feasible`, `reason`, from what sim_run
+ * returned (`rc`, `err`) and left in `s`. `chips` fills that cell when the
+ * run got no metrics. malloc'd. Shared with `mpsim search --out`. */
+char *sweep_row_tail(const struct sim *s, int rc, const struct mp_error *err, int chips);
 
 /* ---- reading a sweep CSV back (sweep_table.c) --------------------------- */
 
@@ -146,8 +172,9 @@ double sweep_table_num(const struct sweep_table *t, int row, int col);
 /* Whether row `row` has feasible = true. */
 bool sweep_table_feasible(const struct sweep_table *t, int row);
 
-/* +1 when more of `column` is better (tokens_per_s, mfu), −1 when less is
- * (step time, bubble, memory, cost, anything else). */
+/* +1 when more of `column` is better (tokens_per_s, mfu, requests_completed,
+ * requests_per_s), −1 when less is (step time, latencies, bubble, memory,
+ * cost, anything else). */
 int sweep_metric_sense(const char *column);
 
 /* `--best METRIC`: the `top` best feasible rows, then each neighbour of the

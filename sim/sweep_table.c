@@ -211,7 +211,9 @@ bool sweep_table_feasible(const struct sweep_table *t, int row)
 
 int sweep_metric_sense(const char *column)
 {
-    return !strcmp(column, "tokens_per_s") || !strcmp(column, "mfu") ? +1 : -1;
+    return !strcmp(column, "tokens_per_s") || !strcmp(column, "mfu") ||
+                   !strcmp(column, "requests_completed") || !strcmp(column, "requests_per_s")
+               ? +1 : -1;
 }
 
 /* ---- --best and --pareto ------------------------------------------------- */

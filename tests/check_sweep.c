@@ -165,11 +165,46 @@ START_TEST(grid_count_and_order)
         ck_assert_int_eq(cfg.synthetic.forward, (i % 2 ? 2 : 1) * MP_PS_PER_MS);
         ck_assert_int_eq(cfg.training.global_batch, 8); /* untouched keys keep the base */
     }
-    char *h = sweep_header(&g);
+    char *h = sweep_header(&g, false);
     ck_assert_str_eq(h, "parallel.pp,training.schedule,synthetic.forward," SWEEP_METRIC_COLUMNS
                         ",feasible,reason\n");
     free(h);
     sweep_grid_release(&g);
+}
+END_TEST
+
+/* A serving sweep is decided by the grid, not by a point: the scenario's
+ * [inference] section, or an inference.* key among the varied ones (any
+ * such key turns a scenario into a serving one, so every point agrees). */
+START_TEST(serving_grids_have_the_serving_columns)
+{
+    struct config base;
+    struct mp_error err = { 0 };
+    load_base(&base);
+    struct sweep_grid g;
+    sweep_grid_init(&g);
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "parallel.pp=1,2", &err), MP_OK);
+    ck_assert(!sweep_grid_serving(&g, &base));
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "inference.micro_batch=1..128*2", &err), MP_OK);
+    ck_assert_int_eq(g.n_points, 2 * 8);
+    ck_assert(sweep_grid_serving(&g, &base));
+    char *h = sweep_header(&g, true);
+    ck_assert_str_eq(h, "parallel.pp,inference.micro_batch," SWEEP_SERVE_COLUMNS
+                        ",feasible,reason\n");
+    free(h);
+    sweep_grid_release(&g);
+    /* The scenario alone makes it serving too. */
+    ck_assert_int_eq(config_set(&base, "inference.rate=10", "--set", &err), MP_OK);
+    sweep_grid_init(&g);
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "run.seed=1,2", &err), MP_OK);
+    ck_assert(sweep_grid_serving(&g, &base));
+    sweep_grid_release(&g);
+    /* Metric names follow the mode; latencies are better lower, completed
+     * requests higher. */
+    ck_assert(sweep_is_metric("ttft_p50_s", true) && !sweep_is_metric("ttft_p50_s", false));
+    ck_assert(sweep_is_metric("mfu", false) && !sweep_is_metric("mfu", true));
+    ck_assert_int_eq(sweep_metric_sense("tpot_p50_s"), -1);
+    ck_assert_int_eq(sweep_metric_sense("requests_completed"), +1);
 }
 END_TEST
 
@@ -450,6 +485,7 @@ static Suite *sweep_suite(void)
     tcase_add_test(tc, bad_ranges_and_lists_are_input_errors);
     tcase_add_test(tc, bad_vary_names_the_key_and_what_was_expected);
     tcase_add_test(tc, grid_count_and_order);
+    tcase_add_test(tc, serving_grids_have_the_serving_columns);
     tcase_add_test(tc, csv_rows_have_the_textbook_numbers);
     tcase_add_test(tc, jobs_1_and_jobs_2_write_the_same_bytes);
     tcase_add_test(tc, sigkill_part_way_then_resume_equals_uninterrupted);

@@ -2,8 +2,9 @@
 # cli_sweep.sh — end-to-end cases of `mpsim sweep`, `search` and `plot`:
 # bad --vary exits 2 before any point runs (no output, no progress); --jobs
 # 1 and 2 write the same bytes; kill -9 part-way then --resume gives the
-# uninterrupted file; plot writes a PNG. Run from the project root with
-# MPSIM=path/to/mpsim (tests/run_suites does).
+# uninterrupted file; plot writes a PNG; a serving sweep's columns and
+# numbers; search --out. Run from the project root with MPSIM=path/to/mpsim
+# (tests/run_suites does).
 MPSIM=${MPSIM:-bin/mpsim}
 T=$(mktemp -d /tmp/mpsim-sweep-XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -75,6 +76,47 @@ grep -q '^   1. step_time_s 0.024 ' "$T/out" && grep -q 'Pareto front' "$T/out" 
 # search needs --chips; a synthetic model is an input error.
 "$MPSIM" search $S 2>/dev/null; [ $? -eq 2 ] && ok || bad "search without --chips"
 "$MPSIM" search $S --chips 8 2>/dev/null; [ $? -eq 2 ] && ok || bad "search of a synthetic model"
+
+# A serving sweep (serve_run, not sim_run): the wafer pipeline has 59
+# stages, each a seat for one microbatch of micro_batch requests, so with
+# arrivals far faster than service (1000/s) the most requests in flight is
+# min(59 × micro_batch, requests) = 59, 118, 236, 300.
+"$MPSIM" sweep scenarios/kimi-k3-wafers.ini --set inference.requests=300 --set inference.rate=1000 \
+    --vary inference.micro_batch=1..8*2 --out "$T/serve.csv" --quiet 2>"$T/err" || cat "$T/err"
+head -1 "$T/serve.csv" | grep -q '^inference.micro_batch,step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,requests_completed,requests_per_s,max_inflight,kv_peak_fraction,chips,usd_per_mtok,feasible,reason$' &&
+    [ "$(awk -F, 'NR > 1 { printf "%s:%s:%s:%s ", $1, $9, $11, $13 }' "$T/serve.csv")" = \
+      "1:300:59:59 2:300:118:59 4:300:236:59 8:300:300:59 " ] && ok ||
+    { bad "serving sweep columns / max_inflight"; cat "$T/serve.csv"; }
+# The row holds what `mpsim run` says of the same point: output tokens/s.
+want=$("$MPSIM" run scenarios/kimi-k3-wafers.ini --set inference.requests=300 \
+    --set inference.rate=1000 --set inference.micro_batch=4 --json |
+    sed -n 's/^[[:space:]]*"tokens_per_s":[[:space:]]*\([0-9.e+-]*\).*/\1/p' | head -1)
+got=$(awk -F, 'NR == 4 { print $3 }' "$T/serve.csv")
+awk -v a="$want" -v b="$got" 'BEGIN { exit !(a > 0 && (a - b) / a < 1e-6 && (b - a) / a < 1e-6) }' &&
+    ok || bad "serving row tokens_per_s $got, mpsim run says $want"
+# --best on a serving column; a training column is not one of a serving sweep.
+"$MPSIM" sweep scenarios/kimi-k3-wafers.ini --set inference.requests=300 --set inference.rate=1000 \
+    --vary inference.micro_batch=1..8*2 --out "$T/serve.csv" --best ttft_p50_s --top 1 --quiet \
+    >"$T/out" 2>&1
+grep -q '^   1. ttft_p50_s .*inference.micro_batch=8' "$T/out" && ok || { bad "--best ttft_p50_s"; cat "$T/out"; }
+"$MPSIM" sweep scenarios/kimi-k3-wafers.ini --vary inference.micro_batch=1,2 --out "$T/x.csv" \
+    --best mfu 2>"$T/err"
+[ $? -eq 2 ] && grep -qF "ttft_p50_s" "$T/err" && ok || bad "--best mfu of a serving sweep"
+
+# search --out: every simulated layout a row, in enumeration order, the same
+# bytes for any --jobs, and as many rows as the summary's "simulated".
+Q="scenarios/mi300x-llama3-70b.ini --chips 16 --max-micro-batch 2 --schedules 1f1b,gpipe --quiet"
+"$MPSIM" search $Q --jobs 1 --out "$T/s1.csv" >"$T/out" 2>&1 &&
+"$MPSIM" search $Q --jobs 2 --out "$T/s2.csv" >/dev/null 2>&1 || bad "search --out failed"
+n=$(sed -n 's/.*; \([0-9]*\) simulated.*/\1/p' "$T/out")
+cmp -s "$T/s1.csv" "$T/s2.csv" && [ -n "$n" ] && [ "$(($(wc -l <"$T/s1.csv") - 1))" -eq "$n" ] &&
+    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,training.micro_batch,training.schedule,training.recompute,training.zero,step_time_s,' &&
+    [ ! -e "$T/s1.csv.partial" ] && ok || { bad "search --out ($n simulated)"; head -3 "$T/s1.csv"; }
+# ... and `mpsim plot` reads it like a sweep.
+"$MPSIM" plot "$T/s1.csv" --x pp --y tokens_per_s --by tp --out "$T/s.svg" 2>/dev/null &&
+    grep -q '<svg' "$T/s.svg" && ok || bad "plot of a search CSV"
+"$MPSIM" search $Q --out /nonexistent/dir/s.csv >/dev/null 2>"$T/err"
+[ $? -eq 2 ] && grep -qF "cannot write" "$T/err" && ok || bad "search --out to a bad path"
 
 echo "cli_sweep: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -1,0 +1,44 @@
+#!/bin/sh
+# compare-hardware.sh — "comparing before buying": Llama 3 70B training
+# (global batch 1024 × 4096 tokens) on H100, MI300X, TPU v5p and Cerebras
+# wafers, each in the layout `mpsim search` found best for it
+# (scenarios/compare-*.ini), plus one layout that does not fit, as one
+# Markdown table (docs/sweeps.md, "Comparing hardware before buying").
+#
+#   sh bench/compare-hardware.sh [MPSIM]     (default bin/mpsim)
+#
+# Each row is a one-point `mpsim sweep` (its CSV has the exact figures and
+# the cost columns for a 1T-token budget); the layout and chip come from
+# `mpsim run`'s summary of the same scenario.
+MPSIM=${1:-bin/mpsim}
+T=$(mktemp -d /tmp/mpsim-compare-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+cd "$(dirname "$0")/.." || exit 2
+
+echo "| hardware | chips | layout | step (s) | tokens/s | MFU | \$/chip-hour | \$/step | \$/Mtok | chip-hours per 1T tokens | feasible / why not |"
+echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"
+# row LABEL SCENARIO [--set k=v]...
+row() {
+    label=$1; scn=$2; shift 2
+    "$MPSIM" sweep "$scn" "$@" --vary run.seed=1 --tokens 1T --out "$T/row.csv" --quiet 2>"$T/err" ||
+        { echo "compare-hardware: $scn failed:" >&2; cat "$T/err" >&2; exit 1; }
+    layout=$("$MPSIM" run "$scn" "$@" 2>/dev/null | sed -n 's/^layout *//p' |
+        sed 's/, [0-9]* microbatches of \([0-9]*\)/, micro_batch \1/; s/recompute //; s/schedule //')
+    # Columns: run.seed, step_time_s, tokens_per_s, mfu, bubble, peak_mem_bytes,
+    # exposed_comm_s, chips, usd_per_step, usd_per_mtok, budget_chip_hours,
+    # feasible, reason (the rest of the line; it may hold commas).
+    awk -F, -v label="$label" -v layout="$layout" 'NR == 2 {
+        reason = $13; for (i = 14; i <= NF; i++) reason = reason "," $i
+        gsub(/^"|"$/, "", reason); sub(/ \(weights.*/, "", reason)
+        per_hour = $9 / ($8 * $2 / 3600)
+        printf "| %s | %d | %s | %.3f | %.0f | %.1f%% | %.2f | %.3f | %.4f | %.0f | %s |\n",
+               label, $8, layout, $2, $3, 100 * $4, per_hour, $9, $10, $11,
+               $12 == "true" ? "yes" : "no: " reason
+    }' "$T/row.csv"
+}
+row "H100 SXM (dgx-h100)" scenarios/compare-h100.ini
+row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
+row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
+row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
+row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.dp=256 \
+    --set parallel.vpp=4 --set training.zero=2
