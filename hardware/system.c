@@ -737,6 +737,18 @@ int system_route(const struct system *sys, int src, int dst, int *out, int max)
     }
 }
 
+int system_route_buf(const struct system *sys, int src, int dst, int *stack, int max,
+                     int **links)
+{
+    int n = system_route(sys, src, dst, stack, max);
+    *links = stack;
+    if (n > max) {
+        *links = mp_xmalloc((size_t)n * sizeof **links);
+        system_route(sys, src, dst, *links, n);
+    }
+    return n;
+}
+
 mp_time system_route_time(const struct system *sys, const int *route, int n, double bytes)
 {
     assert(bytes >= 0);

@@ -86,6 +86,13 @@ int system_node_of(const struct system *sys, int chip);
  * node. */
 int system_route(const struct system *sys, int src, int dst, int *out, int max);
 
+/* The route src → dst, held in `stack` (room for `max` links) when it fits
+ * and in a new heap array when it does not (a long chain of wafers): *links
+ * points at whichever holds it; free(*links) when it is not `stack`.
+ * Returns the route's length. */
+int system_route_buf(const struct system *sys, int src, int dst, int *stack, int max,
+                     int **links);
+
 /* Torus coordinate of a chip's local index along `dim` (x fastest). */
 int system_torus_coord(const struct system *sys, int chip, int dim);
 

@@ -45,13 +45,13 @@ double experts_nodes_per_token(int nodes, int max_nodes, int k)
 /* Bandwidth (slowest link) and latency of the route a → b. */
 static void route_info(const struct system *sys, int a, int b, double *bw, mp_time *lat)
 {
-    int links[MAX_ROUTE];
-    int n = system_route(sys, a, b, links, MAX_ROUTE);
-    assert(n <= MAX_ROUTE);
+    int stack[MAX_ROUTE], *links;
+    int n = system_route_buf(sys, a, b, stack, MAX_ROUTE, &links);
     *bw = INFINITY;
     for (int i = 0; i < n; i++)
         if (sys->links[links[i]].bw < *bw) *bw = sys->links[links[i]].bw;
     *lat = system_route_time(sys, links, n, 0);
+    if (links != stack) free(links);
 }
 
 /* Seconds to move `bytes` at `bw` as picoseconds (instant links take none). */
