@@ -8,6 +8,17 @@ CC      ?= cc
 # `make V=1` shows every command; by default one short line per file.
 V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
+# `make MPI=1` links OpenMPI so that `mpirun -n K mpsim sweep ...` shares a
+# sweep's grid over K ranks (docs/sweeps.md).  Its objects differ (only
+# sim/sweep_mpi.c reads MPSIM_MPI, but make does not track flags), so it
+# builds in build-mpi/ unless BUILD and BIN say otherwise.
+MPI ?= 0
+ifeq ($(MPI),1)
+BUILD ?= build-mpi
+BIN   ?= build-mpi/bin
+MPI_CFLAGS := -DMPSIM_MPI $(shell pkg-config --cflags ompi-c 2>/dev/null || mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   := $(shell pkg-config --libs ompi-c 2>/dev/null || mpicc --showme:link 2>/dev/null)
+endif
 BUILD   ?= build
 BIN     ?= bin
 EXTRA_CFLAGS ?=
@@ -18,8 +29,9 @@ VIZ_PKGS := sdl2 SDL2_ttf SDL2_image
 
 CFLAGS  := -std=c11 -Wall -Wextra -Werror -O2 -g -D_POSIX_C_SOURCE=200809L \
            -DMPSIM_DATADIR='"$(CURDIR)"' -I. -Isim -Isim/strategy -Imodels -Ihardware \
-           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(EXTRA_CFLAGS)
-LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcsv -lm -lpthread $(EXTRA_LDFLAGS)
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(MPI_CFLAGS) $(EXTRA_CFLAGS)
+LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcsv -lm -lpthread $(MPI_LIBS) \
+           $(EXTRA_LDFLAGS)
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 VIZ_CFLAGS   := $(shell pkg-config --cflags $(VIZ_PKGS) 2>/dev/null)
@@ -45,7 +57,7 @@ TEST_UTIL := $(BUILD)/tests/testutil.o
 BENCH_SRC  := $(wildcard bench/bench_*.c)
 BENCH_BINS := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all deps demo check sanitize bench clean help tests viewer fuzz fuzz-build memcheck
+.PHONY: all deps demo screenshots check sanitize bench clean help tests viewer fuzz fuzz-build memcheck
 .SECONDARY:
 
 all: $(BIN)/mpsim $(if $(VIZ_SDL_SRC),$(BIN)/mpsim-view)
@@ -53,11 +65,13 @@ all: $(BIN)/mpsim $(if $(VIZ_SDL_SRC),$(BIN)/mpsim-view)
 help:
 	@echo "make            build bin/mpsim (and bin/mpsim-view)"
 	@echo "make demo       install missing packages, build, run scenarios/teach-bubbles.ini"
+	@echo "make screenshots  redraw docs/img/*.png (teaching scenarios, comparison, wafers)"
 	@echo "make check      install missing packages, build, run every Check suite"
 	@echo "make sanitize   the same suites under AddressSanitizer + UBSan"
 	@echo "make bench      engine and end-to-end benchmarks (events/s, wall, peak RSS)"
 	@echo "make fuzz       libFuzzer on every parser and the pipe, FUZZ_SECONDS (60) each"
 	@echo "make memcheck   the Check suites under valgrind memcheck: no errors, no leaks"
+	@echo "make MPI=1      build-mpi/bin/mpsim with OpenMPI: mpirun -n K ... sweep shares the grid"
 
 deps:
 	@sh .ci/deps
@@ -148,6 +162,11 @@ memcheck: deps
 	    --show-leak-kinds=definite,indirect,possible $$t >/dev/null || { fail=1; echo "memcheck: FAILED $$t"; }; \
 	done; [ $$fail -eq 0 ] && echo "memcheck: no errors, no leaks"; exit $$fail
 
+# The committed PNGs of docs/img (README): every teaching scenario, the
+# GPipe/1F1B/ZB-H2 comparison and the wafer serving run, drawn headless.
+screenshots: all
+	@sh viz/screenshots.sh $(BIN)/mpsim-view
+
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)/mpsim
 	$(BIN)/mpsim run scenarios/teach-bubbles.ini
@@ -157,6 +176,6 @@ bench: deps
 	@sh bench/run $(BUILD)/bench $(BIN)/mpsim
 
 clean:
-	rm -rf build build-san build-fuzz bin
+	rm -rf build build-san build-fuzz build-mpi bin
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

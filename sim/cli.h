@@ -20,7 +20,8 @@ int cli_plan(int argc, char **argv);   /* cli_plan.c: layers onto chips by memor
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
-int cli_serve(const struct config *cfg, int json);
+/* `timeline` and `trace` may be NULL (not asked for). */
+int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);

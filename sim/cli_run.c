@@ -63,12 +63,7 @@ int cli_run(int argc, char **argv)
         if (!strcmp(argv[i], "--set") && config_set(&cfg, argv[i + 1], "--set", &err))
             return cli_fail(&err);
     /* An [inference] section (or any inference.* key) asks for serving. */
-    if (cfg.inference.present) {
-        if (timeline || trace)
-            return cli_usage_error("%s", "run: --timeline and --trace are not written for "
-                                   "serving runs yet");
-        return cli_serve(&cfg, json);
-    }
+    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace);
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,

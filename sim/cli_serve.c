@@ -4,13 +4,27 @@
 
 #include "cli.h"
 #include "config.h"
+#include "outfile.h"
 #include "serve.h"
 
-int cli_serve(const struct config *cfg, int json)
+/* Write one serving report through a temporary file renamed into place. */
+static int write_output(const char *path, void (*writer)(FILE *, const struct serve *),
+                        const struct serve *s, struct mp_error *err)
+{
+    struct outfile out;
+    int rc = outfile_open(&out, path, err);
+    if (rc) return rc;
+    writer(out.f, s);
+    return outfile_commit(&out, err);
+}
+
+int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace)
 {
     struct serve s;
     struct mp_error err = { 0 };
-    int rc = serve_run(&s, cfg, &err);
+    /* Passes are recorded only when an output needs them: the default run
+     * stays as fast as it was. */
+    int rc = serve_run_recorded(&s, cfg, timeline || trace, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         if (json) { /* a valid question with a "no" answer, in the form asked for */
             cJSON *o = cJSON_CreateObject();
@@ -27,6 +41,11 @@ int cli_serve(const struct config *cfg, int json)
         return rc;
     }
     if (rc) {
+        serve_release(&s);
+        return cli_fail(&err);
+    }
+    if ((timeline && write_output(timeline, serve_timeline_csv, &s, &err)) ||
+        (trace && write_output(trace, serve_chrome_trace, &s, &err))) {
         serve_release(&s);
         return cli_fail(&err);
     }

@@ -88,10 +88,11 @@ static bool mesh_group(const struct system *sys, const int *chips, int n)
 
 static mp_time pair_time(const struct system *sys, int a, int b, double bytes)
 {
-    int links[MAX_ROUTE];
-    int nl = system_route(sys, a, b, links, MAX_ROUTE);
-    assert(nl <= MAX_ROUTE);
-    return system_route_time(sys, links, nl, bytes);
+    int stack[MAX_ROUTE], *links;
+    int nl = system_route_buf(sys, a, b, stack, MAX_ROUTE, &links);
+    mp_time t = system_route_time(sys, links, nl, bytes);
+    if (links != stack) free(links);
+    return t;
 }
 
 /* hop(x): the slowest ring-neighbour route for x bytes. */
@@ -280,9 +281,8 @@ struct expand {
 
 static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, int dep2)
 {
-    int links[MAX_ROUTE];
-    int nl = system_route(x->sys, src, dst, links, MAX_ROUTE);
-    assert(nl <= MAX_ROUTE);
+    int stack[MAX_ROUTE], *links;
+    int nl = system_route_buf(x->sys, src, dst, stack, MAX_ROUTE, &links);
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[x->c->op];
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, tag,
                         system_route_time(x->sys, links, nl, bytes));
@@ -291,6 +291,7 @@ static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, 
     o.mb = x->c->mb;
     o.stage = x->c->stage;
     int id = tg_add_transfer(x->g, &o, links, nl);
+    if (links != stack) free(links);
     if (dep1 >= 0) tg_dep(x->g, dep1, id);
     if (dep2 >= 0 && dep2 != dep1) tg_dep(x->g, dep2, id);
     x->added++;
@@ -303,6 +304,17 @@ static void ring_expand(struct expand *x, const int *chips, int n, double bytes,
                         const int *ready, int *done)
 {
     double chunk = bytes / n;
+    if (x->c->compact) {
+        /* One OP_RING per chip; the engine generates its steps (taskgraph.h). */
+        int first = x->g->n_ops;
+        for (int i = 0; i < n; i++) {
+            int id = transfer(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1);
+            x->g->ops[id].kind = OP_RING;
+        }
+        tg_add_ring(x->g, first, n, steps);
+        for (int i = 0; i < n; i++) done[i] = first + (i + n - 1) % n;
+        return;
+    }
     int *prev = mp_xmalloc((size_t)n * sizeof *prev), *cur = mp_xmalloc((size_t)n * sizeof *cur);
     for (int step = 0; step < steps; step++) {
         for (int i = 0; i < n; i++) {

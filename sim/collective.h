@@ -51,6 +51,9 @@ struct coll_spec {
     enum op_tag tag;       /* for reports; 0 (TAG_F) = the op's own tag */
     uint8_t comm;          /* enum comm_kind of the ops */
     int32_t mb, stage;     /* carried to the ops for reports; -1 when none */
+    bool compact;          /* detailed rings as one OP_RING per chip (tg_add_ring):
+                              same times, O(n) ops instead of O(n²), but no
+                              op per transfer for reports to list */
 };
 
 /* Names ("all_reduce", "ring", ...) and lookup; -1 when unknown. */

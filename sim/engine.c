@@ -34,6 +34,19 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     e->link_wait_tail = mp_xmalloc(nl * sizeof *e->link_wait_tail);
     for (int l = 0; l < g->n_links; l++)
         e->link_holder[l] = e->link_wait_head[l] = e->link_wait_tail[l] = NONE;
+    if (g->n_rings) {
+        e->ring_step = mp_xcalloc(n, sizeof *e->ring_step);
+        /* Each ring member's neighbours, found once rather than per step. */
+        e->ring_prev = mp_xmalloc(n * sizeof *e->ring_prev);
+        e->ring_next = mp_xmalloc(n * sizeof *e->ring_next);
+        for (int r = 0; r < g->n_rings; r++) {
+            const struct tg_ring *x = &g->rings[r];
+            for (int i = 0; i < x->n; i++) {
+                e->ring_prev[x->first + i] = x->first + (i + x->n - 1) % x->n;
+                e->ring_next[x->first + i] = x->first + (i + 1) % x->n;
+            }
+        }
+    }
 }
 
 void engine_release(struct engine *e)
@@ -51,6 +64,9 @@ void engine_release(struct engine *e)
     free(e->link_holder);
     free(e->link_wait_head);
     free(e->link_wait_tail);
+    free(e->ring_step);
+    free(e->ring_prev);
+    free(e->ring_next);
     memset(e, 0, sizeof *e);
 }
 
@@ -93,6 +109,13 @@ static void try_start(struct engine *e, int s)
     int id = g->stream_ops[e->next[s]];
     if (e->pending[id] > 0 || e->waiting[id]) return;
     const struct op *o = &g->ops[id];
+    int step = 0;
+    if (o->kind == OP_RING) {
+        /* Step k needs step k−1 of the ring's previous member to have ended,
+         * as the k-th transfer of the expanded ring depends on it. */
+        step = e->ring_step[id];
+        if (step > 0 && e->ring_step[e->ring_prev[id]] < step) return;
+    }
     /* A graph with no transfers has no route array: NULL + 0 is undefined. */
     const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
     for (int i = 0; i < o->route_len; i++) {
@@ -103,9 +126,12 @@ static void try_start(struct engine *e, int s)
     }
     for (int i = 0; i < o->route_len; i++) e->link_holder[route[i]] = id;
     e->busy[s] = true;
-    e->next[s]++;
-    e->start[id] = e->now;
-    if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
+    /* A ring op keeps the head of its stream until its last step ends. */
+    if (o->kind != OP_RING) e->next[s]++;
+    if (step == 0) {
+        e->start[id] = e->now;
+        if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
+    }
     eventq_schedule(&e->q, e->now + o->duration, 0, id);
 }
 
@@ -133,10 +159,24 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
     int id = (int)ev->data;
     const struct op *o = &g->ops[id];
     e->now = ev->time;
-    e->end[id] = ev->time;
-    e->done++;
     int s = stream_of(o);
     e->busy[s] = false;
+    if (o->kind == OP_RING) {
+        /* One step of a ring op ended. Until the last, it is an expanded
+         * transfer whose only successor is the next member's next step. */
+        const struct tg_ring *r = tg_ring_of(g, id);
+        int step = ++e->ring_step[id];
+        if (step < r->steps) {
+            const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
+            for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
+            try_start(e, stream_of(&g->ops[e->ring_next[id]]));
+            try_start(e, s);
+            return;
+        }
+        e->next[s]++;
+    }
+    e->end[id] = ev->time;
+    e->done++;
     if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
     const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
     for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);

@@ -51,6 +51,8 @@ struct engine {
     int32_t *link_holder;           /* per link: op holding it, -1 free */
     int32_t *link_wait_head, *link_wait_tail, *wait_next; /* FIFO per link */
     bool *waiting;                  /* per op: queued on a link */
+    int32_t *ring_step;             /* per op: steps of an OP_RING ended (NULL: no rings) */
+    int32_t *ring_prev, *ring_next; /* per op: neighbours in its ring */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to

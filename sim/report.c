@@ -183,12 +183,13 @@ void report_text(FILE *f, const struct sim *s)
     if (s->has_experts && r->stage) report_experts_text(f, s);
     fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time\n", r->events, r->sim_wall_s);
 
-    fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s\n", "stage",
+    fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", "stage",
             "chip", "busy", "idle", "first start", "last end", "peak mem", "weights", "grads",
-            "optimizer", "activations");
+            "optimizer", "activations", "kv+comm");
     for (int d = 0; d < r->stages; d++) {
         const struct stage_report *st = &r->stage[d];
         char busy[32], idle[32], first[32], last[32], peak[32], w[32], g[32], o[32], act[32];
+        char other[32];
         fmt_time(busy, sizeof busy, st->busy);
         fmt_time(idle, sizeof idle, r->step_time - st->busy);
         fmt_time(first, sizeof first, st->first_start);
@@ -198,8 +199,10 @@ void report_text(FILE *f, const struct sim *s)
         fmt_bytes(g, sizeof g, st->mem[MEM_GRADS]);
         fmt_bytes(o, sizeof o, st->mem[MEM_OPTIMIZER]);
         fmt_bytes(act, sizeof act, st->mem[MEM_ACTIVATIONS]);
-        fprintf(f, "%-5d %-5d %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s\n", d,
-                st->chip, busy, idle, first, last, peak, w, g, o, act);
+        /* the columns add up to the peak: KV cache and communication buffers last */
+        fmt_bytes(other, sizeof other, st->mem[MEM_KV] + st->mem[MEM_COMM]);
+        fprintf(f, "%-5d %-5d %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", d,
+                st->chip, busy, idle, first, last, peak, w, g, o, act, other);
     }
 }
 
@@ -313,7 +316,8 @@ void report_json(FILE *f, const struct sim *s)
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
             cJSON_AddNumberToObject(sx, tg_comm_name(kinds[k]), mp_seconds(st->exposed_comm[kinds[k]]));
         cJSON *mem = cJSON_AddObjectToObject(o, "mem");
-        static const int cats[] = { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV };
+        static const int cats[] = { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
+                                    MEM_COMM };
         for (size_t k = 0; k < sizeof cats / sizeof *cats; k++)
             cJSON_AddNumberToObject(mem, tg_mem_cat_name(cats[k]), st->mem[cats[k]]);
         cJSON_AddItemToArray(stages, o);

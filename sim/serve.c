@@ -303,14 +303,13 @@ static void build_hops(struct serve *s)
     s->hop = mp_xcalloc((size_t)S, sizeof *s->hop);
     s->hop_bw = mp_xcalloc((size_t)S, sizeof *s->hop_bw);
     s->hop_route_off = mp_xcalloc((size_t)S + 1, sizeof *s->hop_route_off);
-    int cap = 0, n = 0, buf[64];
+    int cap = 0, n = 0, stack[64], *buf;
     for (int st = 0; st < S; st++) {
         s->hop_route_off[st] = n;
         s->hop_bw[st] = INFINITY;
         if (S == 1) continue;
         int a = s->stage_chip[st], b = st + 1 < S ? s->stage_chip[st + 1] : s->stage_chip[st - 1];
-        int len = system_route(&s->sys, a, b, buf, 64);
-        if (len > 64) len = 64;
+        int len = system_route_buf(&s->sys, a, b, stack, 64, &buf);
         s->hop[st] = system_route_time(&s->sys, buf, len, 0);
         for (int i = 0; i < len; i++) {
             double bw = s->sys.links[buf[i]].bw;
@@ -320,6 +319,7 @@ static void build_hops(struct serve *s)
                 s->hop_route[n++] = buf[i];
             }
         }
+        if (buf != stack) free(buf);
     }
     s->hop_route_off[S] = n;
 }
@@ -360,8 +360,14 @@ static bool fits(const struct serve *s, const struct serve_request *r)
 static void reserve(struct serve *s, struct serve_request *r, double sign)
 {
     for (int st = 0; st < s->stages; st++) {
-        s->kv_used[st] += sign * request_need(s, r, st);
+        double d = sign * request_need(s, r, st);
+        s->kv_used[st] += d;
         if (s->kv_used[st] > s->res.stage[st].kv_peak) s->res.stage[st].kv_peak = s->kv_used[st];
+        if (s->rec) {
+            struct serve_record *rc = s->rec;
+            MP_GROW(rc->kv, rc->cap_kv, rc->n_kv + 1);
+            rc->kv[rc->n_kv++] = (struct serve_kv_rec){ s->now, st, d, s->kv_used[st] };
+        }
     }
 }
 
@@ -437,6 +443,19 @@ static void start_stage(struct serve *s, int st, mp_time now)
     rep->busy += d;
     rep->passes++;
     s->stage_busy[st] = true;
+    if (s->rec) { /* who is in the pass, for the timeline's label and kind */
+        struct serve_pass_rec p = { now, now + d, st, k, 0, 0, 0 };
+        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+        for (int i = 0; i < sl->n; i++) {
+            const struct serve_request *r = &s->req[mem[i]];
+            if (r->chunk == 0) continue;
+            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
+            else p.decode++;
+        }
+        struct serve_record *rc = s->rec;
+        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
+        rc->pass[rc->n_pass++] = p;
+    }
     schedule(s, now + d, EV_STAGE_DONE, k);
 }
 
@@ -508,11 +527,20 @@ static void emit(struct serve *s, int k, mp_time now)
     if (freed) kv_log(s, now);
 }
 
+static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot,
+                       double bytes)
+{
+    struct serve_record *rc = s->rec;
+    MP_GROW(rc->hop, rc->cap_hop, rc->n_hop + 1);
+    rc->hop[rc->n_hop++] = (struct serve_hop_rec){ start, end, st, slot, bytes };
+}
+
 static void handle(void *ctx, const struct eventq_event *ev)
 {
     struct serve *s = ctx;
     int kind = (int)(ev->data & ((1 << EV_SHIFT) - 1)), id = (int)(ev->data >> EV_SHIFT);
     mp_time now = ev->time;
+    s->now = now;
     switch (kind) {
     case EV_ARRIVAL: {
         int at = (s->wait_head + s->wait_n) % s->n_req;
@@ -537,10 +565,16 @@ static void handle(void *ctx, const struct eventq_event *ev)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = st + 1;
             schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
+            if (s->rec && s->stages > 1)
+                record_hop(s, start, start + ser + s->hop[st], st, id,
+                           hop_bytes(s, st, s->slot[id].tokens));
         } else {
             int emits = (int)s->slot[id].emits;
             emit(s, id, now);
             schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
+            if (s->rec && s->stages > 1)
+                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id,
+                           hop_bytes(s, st, emits > 0 ? emits : 1));
             wake_idle(s, now); /* memory may have been freed */
         }
         break;
@@ -679,8 +713,15 @@ static int setup(struct serve *s, struct mp_error *err)
 
 int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
 {
+    return serve_run_recorded(s, cfg, false, err);
+}
+
+int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
+                       struct mp_error *err)
+{
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
     double t0 = now_seconds();
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);
@@ -734,5 +775,11 @@ void serve_release(struct serve *s)
     free(s->kv_used);
     free(s->res.kv_log);
     free(s->res.stage);
+    if (s->rec) {
+        free(s->rec->pass);
+        free(s->rec->hop);
+        free(s->rec->kv);
+        free(s->rec);
+    }
     memset(s, 0, sizeof *s);
 }

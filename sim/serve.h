@@ -108,6 +108,33 @@ struct serve_result {
     struct serve_stage_report *stage; /* [stages] */
 };
 
+/* What a timeline or trace needs, kept only when serve_run_recorded asks
+ * for it (the default run records nothing: DESIGN.md §2's "trace records are
+ * kept only when an output asks for them"). One record per stage pass, per
+ * hand-off (stage s → s+1, and the last stage's return to stage 0), and per
+ * change of a stage's KV + state reservation. */
+struct serve_pass_rec {
+    mp_time start, end;
+    int stage, slot;
+    int prefill, decode;        /* members carrying prompt tokens / one decode token */
+    int prefill_tokens;         /* prompt tokens in the pass */
+};
+struct serve_hop_rec {
+    mp_time start, end;         /* link held from start; arrival at end */
+    int stage, slot;            /* from stage (the last stage: the return hop) */
+    double bytes;
+};
+struct serve_kv_rec {
+    mp_time t;
+    int stage;
+    double delta, in_use;       /* bytes of KV + state on that stage */
+};
+struct serve_record {
+    struct serve_pass_rec *pass; size_t n_pass, cap_pass;
+    struct serve_hop_rec *hop;   size_t n_hop, cap_hop;
+    struct serve_kv_rec *kv;     size_t n_kv, cap_kv;
+};
+
 /* Per layer of a stage, what pricing needs (filled by serve_run). */
 struct serve_layer;
 struct serve_slot;
@@ -141,6 +168,8 @@ struct serve {
     mp_time *link_free;        /* per system link */
     double *kv_used;           /* [stages] */
     int inflight, next_arrival;
+    struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
+    mp_time now;               /* time of the event being handled */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.
@@ -148,7 +177,19 @@ struct serve {
  * MP_ERR_INFEASIBLE when the model does not fit (from the plan) or a request
  * could never be admitted. Always call serve_release afterwards. */
 int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err);
+/* The same, keeping s->rec (passes, hand-offs, KV changes) when `record`,
+ * for serve_timeline_csv and serve_chrome_trace. Same results either way. */
+int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
+                       struct mp_error *err);
 void serve_release(struct serve *s);
+
+/* serve_trace.c: the run as a timeline CSV (the format of report.h's
+ * report_timeline_csv, which mpsim-view reads: one compute row per stage
+ * pass of kind prefill, decode or mixed with the slot as microbatch, comm rows
+ * of kind send for hand-offs, memory rows for weights and KV, meta rows), and
+ * as a Chrome trace. Need a run recorded with serve_run_recorded. */
+void serve_timeline_csv(FILE *f, const struct serve *s);
+void serve_chrome_trace(FILE *f, const struct serve *s);
 
 /* Cross-key checks of [inference] (ranges are in the key table). */
 int serve_check_config(const struct config *cfg, struct mp_error *err);

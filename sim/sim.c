@@ -546,23 +546,24 @@ static int check_memory(struct sim *s, struct mp_error *err)
         for (int c = 0; c < N_MEM_CATS; c++) snprintf(parts[c], 32, "%.2f GB", st->mem[c] / 1e9);
         snprintf(r->infeasible_reason, sizeof r->infeasible_reason,
                  "does not fit in memory: chip %d (stage %d, %s) needs %s at its peak but has %s "
-                 "(weights %s, grads %s, optimizer %s, activations %s, kv %s)",
+                 "(weights %s, grads %s, optimizer %s, activations %s, kv %s, comm buffers %s)",
                  st->chip, d, s->sys.chip.name, need, have, parts[MEM_WEIGHTS],
-                 parts[MEM_GRADS], parts[MEM_OPTIMIZER], parts[MEM_ACTIVATIONS], parts[MEM_KV]);
+                 parts[MEM_GRADS], parts[MEM_OPTIMIZER], parts[MEM_ACTIVATIONS], parts[MEM_KV],
+                 parts[MEM_COMM]);
         r->feasible = false;
         return mp_fail(err, MP_ERR_INFEASIBLE, "%s", r->infeasible_reason);
     }
     return MP_OK;
 }
 
-/* zb-auto searches with relative pass times and a memory limit in M_B
- * (schedule.h). A synthetic model's times and a limit given as a count are
- * known before pricing; a transformer's times come from its priced stage 0
- * and a limit in bytes needs M_B, so in those cases the schedule is built a
- * second time once the stages are priced (its layout, p stages on p devices,
+/* zb-auto and zb-v search with relative pass times, and zb-auto with a
+ * memory limit in M_B (schedule.h). A synthetic model's times and a limit
+ * given as a count are known before pricing; a transformer's times come from
+ * its priced stage 0 and a limit in bytes needs M_B, so in those cases the
+ * schedule is built a second time once the stages are priced (its layout,
  * and so the pricing, stay the same). Zero times are made tiny rather than
  * left at 0, which the schedule would read as "equal". */
-static void zb_auto_times(struct pipe_shape *shape, double tf, double tb, double tw)
+static void zb_shape_times(struct pipe_shape *shape, double tf, double tb, double tw)
 {
     double unit = tf > 0 ? tf : tb > 0 ? tb : tw;
     if (unit <= 0) return;
@@ -571,18 +572,19 @@ static void zb_auto_times(struct pipe_shape *shape, double tf, double tb, double
     shape->t_w = tw > 0 ? tw / unit : 1e-6;
 }
 
-static bool zb_auto_needs_prices(const struct sim *s)
+static bool zb_needs_prices(const struct sim *s)
 {
-    return !strcmp(s->cfg.training.schedule, "zb-auto") &&
-           (s->has_model || s->cfg.training.memory_limit.bytes);
+    const char *name = s->cfg.training.schedule;
+    if (!strcmp(name, "zb-v")) return s->has_model;
+    return !strcmp(name, "zb-auto") && (s->has_model || s->cfg.training.memory_limit.bytes);
 }
 
 /* A limit in bytes counts the largest stage's M_B, so that it holds on every
  * device (a transformer's first and last stages stash more than the rest). */
-static void zb_auto_priced_shape(const struct sim *s, struct pipe_shape *shape)
+static void zb_priced_shape(const struct sim *s, struct pipe_shape *shape)
 {
     const struct stage_cost *c0 = &s->stage_cost[0];
-    if (s->has_model) zb_auto_times(shape, (double)c0->t_f, (double)c0->t_b, (double)c0->t_w);
+    if (s->has_model) zb_shape_times(shape, (double)c0->t_f, (double)c0->t_b, (double)c0->t_w);
     const struct config_mem_amount *lim = &s->cfg.training.memory_limit;
     if (lim->bytes && lim->value > 0) {
         double mb = 0;
@@ -679,8 +681,9 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
     };
     if (!s->has_model)
-        zb_auto_times(&shape, (double)cfg->synthetic.forward, (double)cfg->synthetic.backward_input,
-                      (double)cfg->synthetic.backward_weight);
+        zb_shape_times(&shape, (double)cfg->synthetic.forward,
+                       (double)cfg->synthetic.backward_input,
+                       (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
     if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
         return schedule_failed(s, rc, err);
@@ -689,11 +692,20 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     s->res.microbatches = shape.microbatches;
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
-    if (zb_auto_needs_prices(s)) {
-        zb_auto_priced_shape(s, &shape);
+    if (zb_needs_prices(s)) {
+        zb_priced_shape(s, &shape);
         pipe_program_release(&s->prog);
-        if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
+        if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
+            /* The user wrote bytes; say what they came to in M_B. */
+            const struct config_mem_amount *lim = &cfg->training.memory_limit;
+            if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape.mem_limit > 0) {
+                char why[sizeof err->msg];
+                snprintf(why, sizeof why, "%s", err->msg);
+                mp_fail(err, rc, "training.memory_limit = %.4g GB is %.3g M_B of the largest "
+                        "stage's activations: %s", lim->value / 1e9, shape.mem_limit, why);
+            }
             return schedule_failed(s, rc, err);
+        }
     }
     if (opts->validate && (rc = pipe_validate(&s->prog, err))) {
         s->res.feasible = false;

@@ -27,6 +27,7 @@ void tg_init(struct taskgraph *g, int n_chips, int n_links)
 void tg_release(struct taskgraph *g)
 {
     free(g->ops);
+    free(g->rings);
     free(g->route);
     free(g->edge_from);
     free(g->edge_to);
@@ -61,6 +62,29 @@ int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, 
         g->route[g->n_route++] = links[i];
     }
     return tg_add(g, &o);
+}
+
+void tg_add_ring(struct taskgraph *g, int first, int n, int steps)
+{
+    assert(!g->finalized && n >= 2 && steps >= 1 && first >= 0 && first + n <= g->n_ops);
+    assert(g->n_rings == 0 || g->rings[g->n_rings - 1].first + g->rings[g->n_rings - 1].n <= first);
+    for (int i = first; i < first + n; i++)
+        assert(g->ops[i].kind == OP_RING && g->ops[i].stream == STREAM_COMM);
+    MP_GROW(g->rings, g->cap_rings, g->n_rings + 1);
+    g->rings[g->n_rings++] = (struct tg_ring){ .first = first, .n = n, .steps = steps };
+}
+
+const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id)
+{
+    if (g->ops[id].kind != OP_RING) return NULL;
+    /* Rings are few and sorted by their first op: bisect. */
+    int lo = 0, hi = g->n_rings - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (g->rings[mid].first <= id) lo = mid; else hi = mid - 1;
+    }
+    assert(hi >= 0 && g->rings[lo].first <= id && id < g->rings[lo].first + g->rings[lo].n);
+    return &g->rings[lo];
 }
 
 void tg_dep(struct taskgraph *g, int before, int after)

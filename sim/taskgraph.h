@@ -20,6 +20,7 @@ enum op_kind {
     OP_TRANSFER,   /* holds the comm stream and every link of its route */
     OP_COLLECTIVE, /* a whole collective priced analytically, on the comm stream */
     OP_MEMORY,     /* zero-time allocate/free, ordered on its stream */
+    OP_RING,       /* one chip's part of a ring (tg_add_ring): `steps` transfers */
 };
 
 /* What an op is, for reports and the viewer; the engine ignores it. */
@@ -51,8 +52,15 @@ struct op {
     uint8_t comm;         /* enum comm_kind; COMM_NONE for compute */
 };
 
+/* A ring of ops first..first+n−1 (tg_add_ring). */
+struct tg_ring {
+    int32_t first, n, steps;
+};
+
 struct taskgraph {
     int n_chips, n_links;
+    struct tg_ring *rings;    /* in order of `first` */
+    int n_rings, cap_rings;
     struct op *ops;
     int n_ops, cap_ops;
     int32_t *route;           /* link indices of every transfer's route */
@@ -81,6 +89,20 @@ int tg_add(struct taskgraph *g, const struct op *op);
 
 /* Append a transfer whose route is `links[0..n)`. */
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n);
+
+/* Make ops first..first+n−1 (consecutive, kind OP_RING, each on its chip's
+ * comm stream with the route to the next member) one ring of `steps` steps:
+ * op i stands for `steps` back-to-back transfers of `duration` each over its
+ * route, step k starting once step k−1 of op i−1 (mod n) has ended (step 0
+ * once op i's own dependencies have). It is the ring collective expanded
+ * into transfers, timed exactly alike, but the engine generates the steps as
+ * it runs: n ops instead of n × steps, so a ring over thousands of chips
+ * needs O(n) memory, not O(n²). The op's start is its first step's start,
+ * its end its last step's end; each step is one event. */
+void tg_add_ring(struct taskgraph *g, int first, int n, int steps);
+
+/* The ring op `id` belongs to (NULL when it is no OP_RING). */
+const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id);
 
 /* `after` may not start before `before` has ended. */
 void tg_dep(struct taskgraph *g, int before, int after);

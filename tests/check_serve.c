@@ -10,6 +10,7 @@
 
 #include "serve.h"
 #include "testutil.h"
+#include "timeline.h"
 
 #define US MP_PS_PER_US
 
@@ -357,6 +358,95 @@ START_TEST(cross_key_and_trace_errors)
 }
 END_TEST
 
+/* The serving timeline (serve_trace.c), read back by the viewer's reader:
+ * one compute row per stage pass whose durations add up, per stage, to the
+ * report's busy time to the picosecond; one hand-off per pass (to the next
+ * stage, or the tokens' return from the last); a KV row per stage at every
+ * admission and completion; the same bytes on every run. 40 requests of 64
+ * prompt + 8 output tokens on 4 stages, arriving fast enough that passes mix
+ * prompt chunks with decode tokens. */
+static char *timeline_text(const struct serve *s, size_t *len)
+{
+    char *buf = NULL;
+    FILE *f = open_memstream(&buf, len);
+    ck_assert_ptr_nonnull(f);
+    serve_timeline_csv(f, s);
+    fclose(f);
+    return buf;
+}
+
+START_TEST(timeline_rows_add_up_to_the_report)
+{
+    struct config cfg;
+    const char *more[] = { "inference.requests=40", "inference.rate=20000", NULL };
+    small(&cfg, more);
+    struct serve s, plain, again;
+    struct mp_error err = { 0 };
+    ck_assert_int_eq(serve_run_recorded(&s, &cfg, true, &err), MP_OK);
+    ck_assert_int_eq(s.res.completed, 40);
+    /* Recording changes nothing in the run, and the default keeps nothing. */
+    ck_assert_int_eq(run(&plain, &cfg), MP_OK);
+    ck_assert_ptr_null(plain.rec);
+    ck_assert_int_eq(plain.res.makespan, s.res.makespan);
+    ck_assert_int_eq(plain.res.events, s.res.events);
+
+    size_t len = 0, len2 = 0;
+    char *text = timeline_text(&s, &len);
+    struct timeline tl;
+    timeline_init(&tl);
+    ck_assert_msg(timeline_read_csv_buffer(&tl, "serve.csv", text, len, &err) == MP_OK, "%s", err.msg);
+
+    uint64_t passes = 0;
+    for (int st = 0; st < 4; st++) {
+        int chip = s.res.stage[st].chip;
+        passes += s.res.stage[st].passes;
+        ck_assert_uint_eq(timeline_lane(&tl, chip, TL_COMPUTE)->count, s.res.stage[st].passes);
+        /* A stage runs one pass at a time, so the union is the sum. */
+        ck_assert_int_eq(tl.chips[chip].busy, s.res.stage[st].busy);
+        ck_assert_int_eq(tl.chips[chip].capacity,
+                         (int64_t)llround(s.res.stage[st].free_bytes + s.res.stage[st].weights));
+        /* Every request has left: KV back to zero, only the weights remain. */
+        const struct tl_mem *last = &tl.mem[tl.chips[chip].mem_first + tl.chips[chip].mem_count - 1];
+        ck_assert_int_eq(last->in_use, (int64_t)llround(s.res.stage[st].weights));
+    }
+    ck_assert_uint_eq(s.rec->n_pass, passes);
+    ck_assert_uint_eq(s.rec->n_hop, passes);
+    size_t comm = 0, kinds[3] = { 0 };
+    for (size_t i = 0; i < tl.n_ops; i++) {
+        if (tl.ops[i].stream == TL_COMM) { comm++; continue; }
+        ck_assert(tl.ops[i].kind >= TL_KIND_PREFILL && tl.ops[i].kind <= TL_KIND_MIXED);
+        kinds[tl.ops[i].kind - TL_KIND_PREFILL]++;
+    }
+    ck_assert_uint_eq(comm, passes);
+    ck_assert_uint_eq(kinds[0] + kinds[1] + kinds[2], passes);
+    ck_assert_uint_gt(kinds[1], 0);
+    ck_assert_uint_gt(kinds[2], 0);   /* continuous batching: some passes mix */
+    /* Weights once per stage, then KV per stage at 40 admissions + 40 exits. */
+    ck_assert_uint_eq(tl.n_mem, 4 + 4 * 80);
+    /* Every prompt token went through stage 0 exactly once. */
+    double prompt = 0;
+    for (size_t i = 0; i < s.rec->n_pass; i++)
+        if (s.rec->pass[i].stage == 0) prompt += s.rec->pass[i].prefill_tokens;
+    ck_assert_double_eq(prompt, 40 * 64);
+    ck_assert_double_eq(prompt, s.res.prompt_tokens);
+    char want[64];
+    snprintf(want, sizeof want, "%.12f", mp_seconds(s.res.makespan));
+    ck_assert_str_eq(timeline_meta(&tl, -1, "step_time_s"), want);
+
+    /* Same seed, same bytes. */
+    ck_assert_int_eq(serve_run_recorded(&again, &cfg, true, &err), MP_OK);
+    char *text2 = timeline_text(&again, &len2);
+    ck_assert_uint_eq(len, len2);
+    ck_assert(memcmp(text, text2, len) == 0);
+    free(text);
+    free(text2);
+    timeline_release(&tl);
+    serve_release(&s);
+    serve_release(&plain);
+    serve_release(&again);
+}
+END_TEST
+
 /* Defaults are not a request to serve; any inference key is. */
 START_TEST(inference_keys_switch_run_to_serving)
 {
@@ -382,6 +472,7 @@ static Suite *serve_suite(void)
     tcase_add_test(tc, bad_values_are_input_errors);
     tcase_add_test(tc, cross_key_and_trace_errors);
     tcase_add_test(tc, inference_keys_switch_run_to_serving);
+    tcase_add_test(tc, timeline_rows_add_up_to_the_report);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -136,6 +136,12 @@ START_TEST(test_read_example)
     ck_assert_int_ge(rec, TL_KIND_CUSTOM);
     ck_assert_ptr_nonnull(find_op(&tl, 1, rec, 1));
     ck_assert_uint_eq(viz_kind_color(rec), VIZ_UNKNOWN_OP);
+    /* Serving's pass kinds are known, with colours of their own. */
+    ck_assert_int_eq(timeline_kind_id(&tl, "prefill"), TL_KIND_PREFILL);
+    ck_assert_int_eq(timeline_kind_id(&tl, "decode"), TL_KIND_DECODE);
+    ck_assert_int_eq(timeline_kind_id(&tl, "mixed"), TL_KIND_MIXED);
+    ck_assert_uint_ne(viz_kind_color(TL_KIND_MIXED), VIZ_UNKNOWN_OP);
+    ck_assert_uint_ne(viz_kind_color(TL_KIND_PREFILL), viz_kind_color(TL_KIND_DECODE));
     ck_assert_int_eq(tl.chips[0].peak_mem, 4 * GiB);
     ck_assert_str_eq(timeline_meta(&tl, -1, "mfu"), "0.41");
     timeline_release(&tl);
@@ -242,6 +248,13 @@ START_TEST(test_busy_is_union)
     ck_assert_int_eq(t, 2 * MS);
     ck_assert(!timeline_next_event(&tl, 6 * MS, +1, &t));
     ck_assert(!timeline_next_event(&tl, 0, -1, &t));
+    /* Busy before t counts the union [0, 3] ∪ [5, 6] cut at t. */
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, 0), 0);
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, MS / 2), MS / 2);
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, 2 * MS + MS / 2), 2 * MS + MS / 2);
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, 4 * MS), 3 * MS);
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, 5 * MS + MS / 2), 3 * MS + MS / 2);
+    ck_assert_int_eq(timeline_busy_until(&tl, 0, 10 * MS), 4 * MS);
     timeline_release(&tl);
 }
 END_TEST
@@ -394,7 +407,63 @@ START_TEST(test_level_of_detail)
     int y = g.rows[0].compute_y + g.rows[0].compute_h / 2;
     for (int x = g.plot_x0 + 1; x < g.plot_x0 + 999; x += 37)
         ck_assert_uint_eq(cv.px[y * cv.pitch + x], viz_kind_color(TL_KIND_F));
+    /* It was drawn from the pyramid: 2^17 level-0 bins would exceed the cap,
+     * so 65536 bins of 1 ms / 65536 each, and levels down to 4 bins. */
+    const struct tl_lod *lod = timeline_lane(&tl, 0, TL_COMPUTE)->lod;
+    ck_assert_ptr_nonnull(lod);
+    ck_assert_uint_eq(lod->n0, 65536);
+    ck_assert_int_eq(lod->levels, 15);
+    ck_assert_double_eq_tol(lod->b0, 1e9 / 65536.0, 1e-6);
+    /* Every bin fully busy; the top level's 4 bins are 90% F, 10% W. */
+    for (int l = 0; l < lod->levels; l++) ck_assert_float_eq_tol(lod->busy[lod->off[l]], 1.0f, 1e-5f);
+    ck_assert_uint_eq(lod->kind[lod->off[14]], TL_KIND_F);
     free(cv.px);
+    viz_draw_release(&dl);
+    viz_geom_release(&g);
+    timeline_release(&tl);
+}
+END_TEST
+
+START_TEST(test_level_of_detail_half_busy)
+{
+    /* 50 000 ops of 10 ns, one every 20 ns (half busy), 1 ms over 1000 px:
+     * every pooled column is half busy, alpha 48 + 207 × 0.5 = 151.5 → 152
+     * (151 for a rounding below the half). The pyramid splits a bin cut by a
+     * column edge as if evenly busy: off by at most one 10 ns op in a 1 us
+     * column, 1% or ±2.07 alpha. The exact walk at 40 ns per pixel (two
+     * whole ops per column, not more than two per pixel) gives 151..152. */
+    struct timeline tl;
+    timeline_init(&tl);
+    for (int i = 0; i < 50000; i++) {
+        struct tl_op o = { .chip = 0, .stream = TL_COMPUTE, .microbatch = -1, .kind = TL_KIND_B,
+                           .start = (mp_time)i * 20000, .end = (mp_time)i * 20000 + 10000 };
+        timeline_add_op(&tl, &o, NULL);
+    }
+    timeline_finish(&tl);
+    ck_assert_ptr_nonnull(timeline_lane(&tl, 0, TL_COMPUTE)->lod);
+    struct viz_scene sc = { .tl = { &tl }, .n = 1 };
+    struct viz_geom g;
+    viz_geom_init(&g);
+    struct viz_draw_list dl;
+    viz_draw_init(&dl);
+    const double zooms[] = { 1e6, 4e4 };    /* 50 ops per px (pyramid); 2 (exact walk) */
+    const unsigned lo[] = { 149, 151 }, hi[] = { 154, 152 };
+    for (int z = 0; z < 2; z++) {
+        struct viz_view v = view_at(1000 + VIZ_LABEL_W + VIZ_GUTTER_W, 300, 0, zooms[z]);
+        viz_layout_geom(&g, &sc, &v);
+        viz_draw_clear(&dl);
+        viz_layout_draw(&dl, &g, &sc, &v, NULL);
+        int cols = 0;
+        for (size_t i = 0; i < dl.n; i++) {
+            const struct viz_cmd *c = &dl.cmds[i];
+            if (c->type != VIZ_CMD_RECT || (c->color & 0xFFFFFFu) != (viz_kind_color(TL_KIND_B) & 0xFFFFFFu))
+                continue;
+            unsigned a = c->color >> 24;
+            ck_assert_msg(a >= lo[z] && a <= hi[z], "zoom %d: alpha %u at x %d", z, a, (int)c->x);
+            cols += c->w;
+        }
+        ck_assert_int_ge(cols, 999);
+    }
     viz_draw_release(&dl);
     viz_geom_release(&g);
     timeline_release(&tl);
@@ -456,13 +525,27 @@ START_TEST(test_pixels_gpipe)
     }
     /* Outside the step (the left margin) is lane, not bubble. */
     ck_assert_uint_eq(pixel_at(&app, &cv, 2, -0.3 * MS), VIZ_LANE);
-    /* Stage 0's memory strip at 8 ms (2 GiB + 8 × 1 GiB of 16 GiB): 10 of 16 px. */
+    /* Four rows leave room: lanes grow to twice their size (memory 2 × 16 px).
+     * The peaks (2 GiB weights + 8 stashed 1 GiB activations = 10 GiB) stay
+     * below 4/5 of the 16 GiB capacity, so the strip spans 0..10 GiB. */
     const struct viz_row *r = &app.geom.rows[0];
-    ck_assert_int_eq(r->mem_h, 16);
+    ck_assert_int_eq(r->mem_h, 32);
+    ck_assert_double_eq(viz_mem_scale(&tl, 0), 10.0 * GiB);
+    /* At 8.5 ms stage 0 holds all 10 GiB: the whole strip. */
     int x = (int)floor(viz_x_of(&app.geom, &app.view, 8.5 * MS));
     ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 1) * cv.pitch + x], VIZ_MEM_FILL);
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 10) * cv.pitch + x], VIZ_MEM_FILL);
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 11) * cv.pitch + x], VIZ_MEM_LANE);
+    ck_assert_uint_eq(cv.px[r->mem_y * cv.pitch + x], VIZ_MEM_FILL);
+    /* At 3.5 ms (F0..F3 started) it holds 2 + 4 = 6 GiB: 6/10 × 32 = 19.2 → 19 px. */
+    x = (int)floor(viz_x_of(&app.geom, &app.view, 3.5 * MS));
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 19) * cv.pitch + x], VIZ_MEM_FILL);
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 20) * cv.pitch + x], VIZ_MEM_LANE);
+    /* Utilization up to a replay cursor (busy share of [0, t]): stage 0 is
+     * busy from 0 to 8 ms, then idle until its first backward at 17 ms. */
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, (mp_time)(5.5 * MS)), 1.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, 12 * MS), 8.0 / 12.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, 19 * MS), 10.0 / 19.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 3, (mp_time)(5.5 * MS)), 2.5 / 5.5, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 3, 40 * MS), 24.0 / 33.0, 1e-12);
     free(cv.px);
     viz_app_release(&app);
     timeline_release(&tl);
@@ -712,6 +795,7 @@ Suite *viz_layout_suite(void)
     suite_add_tcase(s, tc);
     tc = tcase_create("pixels");
     tcase_add_test(tc, test_pixels_gpipe);
+    tcase_add_test(tc, test_level_of_detail_half_busy);
     tcase_add_test(tc, test_pixels_1f1b_differs);
     tcase_add_test(tc, test_replay_cursor);
     tcase_add_test(tc, test_microbatch_numbers);

@@ -76,7 +76,20 @@ if [ -x "$mpsim" ]; then
         --screenshot "$tmp/tb-1f1b.png" --size 800x400
     if [ $? -eq 0 ] && ! cmp -s "$tmp/tb-ini.png" "$tmp/tb-1f1b.png"; then ok
     else fail "--set training.schedule=1f1b did not change the picture: $(cat "$tmp/err")"; fi
+    # Serving writes a timeline and a trace when asked (same bytes each run),
+    # and the viewer draws it: 4 wafer-pipeline requests, a 1 ms window.
+    "$mpsim" run scenarios/kimi-k3-wafers.ini --set inference.requests=4 \
+        --timeline "$tmp/kimi.csv" --trace "$tmp/kimi.json" >/dev/null 2>"$tmp/err"
+    if [ $? -eq 0 ] && grep -q ',compute,prefill,' "$tmp/kimi.csv" && grep -q ',comm,send,' "$tmp/kimi.csv" &&
+        grep -q '"traceEvents"' "$tmp/kimi.json"; then ok
+    else fail "serving --timeline/--trace: $(cat "$tmp/err")"; fi
+    "$mpsim" run scenarios/kimi-k3-wafers.ini --set inference.requests=4 --timeline "$tmp/kimi2.csv" >/dev/null
+    cmp -s "$tmp/kimi.csv" "$tmp/kimi2.csv" && ok || fail "serving timeline differs between runs"
+    run_nodisplay "$tmp/kimi.csv" --view 5ms..6ms --screenshot "$tmp/kimi.png" --size 800x400
+    [ $? -eq 0 ] && [ "$(png_size "$tmp/kimi.png")" = "800x400" ] && ok || fail "serving screenshot: $(cat "$tmp/err")"
 fi
+run_nodisplay "$data/gpipe_p4_m8.csv" --view 5ms..2ms --screenshot "$tmp/x.png"
+[ $? -eq 2 ] && grep -q -- "--view 5ms..2ms" "$tmp/err" && ok || fail "--view 5ms..2ms: $(cat "$tmp/err")"
 run_nodisplay scenarios/teach-bubbles.ini --set parallel.ppp=2
 [ $? -eq 2 ] && grep -q "did you mean 'parallel.pp'" "$tmp/err" && ok || fail "bad --set: $(cat "$tmp/err")"
 

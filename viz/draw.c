@@ -26,6 +26,11 @@ viz_color viz_kind_color(unsigned kind)
         [TL_KIND_ALL_TO_ALL] = 0xFF8D6E63u,     /* brown */
         [TL_KIND_BROADCAST] = 0xFF9CA63Au,      /* olive */
         [TL_KIND_OPTIMIZER] = 0xFF37474Fu,      /* dark slate */
+        /* Serving passes: prompt-heavy work dark, decode light, so the
+         * shift from filling the pipeline to streaming tokens shows. */
+        [TL_KIND_PREFILL] = 0xFF3949ABu,        /* indigo */
+        [TL_KIND_DECODE] = 0xFF4FC3F7u,         /* light blue */
+        [TL_KIND_MIXED] = 0xFF7E57C2u,          /* violet: both at once */
     };
     return kind < TL_KIND_CUSTOM ? colors[kind] : VIZ_UNKNOWN_OP;
 }
@@ -152,7 +157,15 @@ static void hatch(struct viz_canvas *cv, const struct clip *cl, const struct viz
     if (!clip_rect(cl, &x0, &y0, &x1, &y1)) return;
     for (int y = y0; y < y1; y++) {
         uint32_t *row = cv->px + (size_t)y * (size_t)cv->pitch;
-        for (int x = x0; x < x1; x++) row[x] = ((x + y) & 7) < 2 ? c->color2 : c->color;
+        /* Fill, then set the stripe pixels ((x + y) mod 8 < 2) by stepping
+         * 8 at a time: bubbles cover much of a frame, so no per-pixel test. */
+        for (int x = x0; x < x1; x++) row[x] = c->color;
+        int first = x0 + ((8 - ((x0 + y) & 7)) & 7); /* first x with (x + y) mod 8 == 0 */
+        if (first - 7 == x0) row[x0] = c->color2; /* the 2nd px of a stripe cut at x0 */
+        for (int x = first; x < x1; x += 8) {
+            row[x] = c->color2;
+            if (x + 1 < x1) row[x + 1] = c->color2;
+        }
     }
 }
 

@@ -34,8 +34,10 @@ static struct row_sizes sizes_at(double s)
     return r;
 }
 
-/* Lay the rows out from y = 0 (unscrolled); returns the content height. */
-static int place_rows(struct viz_geom *g, const struct viz_scene *sc, struct row_sizes rs)
+/* Lay the rows out from y = 0 (unscrolled); returns the content height.
+ * Without `extras` rows have their compute lane only. */
+static int place_rows(struct viz_geom *g, const struct viz_scene *sc, struct row_sizes rs,
+                      bool extras)
 {
     int y = 0;
     g->n_rows = 0;
@@ -55,8 +57,8 @@ static int place_rows(struct viz_geom *g, const struct viz_scene *sc, struct row
             r.compute_y = y;
             r.compute_h = rs.compute;
             y += rs.compute;
-            if (tl->has_comm) { r.comm_y = y; r.comm_h = rs.comm; y += rs.comm; }
-            if (tl->has_mem) { r.mem_y = y + 1; r.mem_h = rs.mem; y += rs.mem + 1; }
+            if (extras && tl->has_comm) { r.comm_y = y; r.comm_h = rs.comm; y += rs.comm; }
+            if (extras && tl->has_mem) { r.mem_y = y + 1; r.mem_h = rs.mem; y += rs.mem + 1; }
             r.h = y - r.y;
             y += rs.gap;
             MP_GROW(g->rows, g->cap_rows, g->n_rows + 1);
@@ -75,15 +77,36 @@ void viz_layout_geom(struct viz_geom *g, const struct viz_scene *sc, const struc
     g->rows_y1 = imax(g->rows_y0 + 1, v->height - VIZ_STATUS_H);
     g->n_panels = sc->n;
     int avail = g->rows_y1 - g->rows_y0;
-    int full = place_rows(g, sc, sizes_at(1.0));
-    /* Shrink the lanes (not the headers) to fit; rounding and the minimum
-     * sizes may overshoot, so retry a few times; scroll what still won't. */
+    int full = place_rows(g, sc, sizes_at(1.0), true);
     int headers = sc->n * (VIZ_HEADER_H + VIZ_GROUP_GAP);
     double s = 1.0;
+    if (full < avail && full > headers) {
+        /* Few rows: grow the lanes (up to twice) rather than leave half the
+         * window empty; a taller memory strip shows its shape. Rounding may
+         * overshoot, so step down until it fits. */
+        s = (double)(avail - headers) / (double)(full - headers);
+        if (s > 2.0) s = 2.0;
+        for (full = place_rows(g, sc, sizes_at(s), true); full > avail && s > 1.0;
+             full = place_rows(g, sc, sizes_at(s), true))
+            s = s - 0.05 > 1.0 ? s - 0.05 : 1.0;
+    }
+    /* Shrink the lanes (not the headers) to fit; rounding and the minimum
+     * sizes may overshoot, so retry a few times; scroll what still won't. */
+    bool extras = true;
     for (int tries = 0; full > avail && tries < 4 && s > 0.05; tries++) {
         s *= (double)(avail - headers) / (double)(full - headers);
         if (s < 0.05) s = 0.05;
-        full = place_rows(g, sc, sizes_at(s));
+        full = place_rows(g, sc, sizes_at(s), extras);
+        /* Compute lanes thinner than 10 px next to 2-px comm lanes and
+         * memory strips show nothing well: drop the extras, keep the
+         * compute lanes as tall as the window allows. */
+        if (extras && g->n_rows && g->rows[0].compute_h < 10 &&
+            (g->rows[0].comm_h || g->rows[0].mem_h)) {
+            extras = false;
+            s = 1.0;
+            tries = -1;
+            full = place_rows(g, sc, sizes_at(s), extras);
+        }
     }
     g->content_h = full;
     int dy = g->rows_y0 - (int)lround(v->scroll_y);

@@ -94,6 +94,10 @@ void viz_format_time(double ps, char *buf, size_t size);
 /* Bytes in binary units: "10 GiB", "512 MiB". */
 void viz_format_bytes(double bytes, char *buf, size_t size);
 
+/* The bytes a chip's memory strip spans, top to bottom: the panel's
+ * largest peak, or the capacity when some peak comes near it (layout_draw.c). */
+double viz_mem_scale(const struct timeline *tl, int chip);
+
 /* What is under a point. */
 struct viz_hit {
     bool ok;

@@ -22,6 +22,7 @@ struct ctx {
     const struct timeline *tl;
     double tv0, tv1;          /* time at the left and right edge */
     int fh;                   /* font height, 0 without a font */
+    int label_bottom;         /* lowest y a row label reached (labels never overlap) */
 };
 
 static viz_color darker(viz_color c)
@@ -44,22 +45,98 @@ static inline int px(double x, const struct viz_geom *g)
 struct pool {
     int col;
     double cov;                         /* busy share of the column, may exceed 1 */
-    double w[TL_KIND_CUSTOM + 1];       /* per kind; customs share the last slot */
+    double w[TL_LOD_SLOTS];             /* per kind; customs share the last slot */
 };
+
+/* A pooled column: the kind covering most of it, faded by how busy it is so
+ * a mostly idle column reads as mostly bubble; a floor keeps a lone tiny op
+ * visible at all. */
+static viz_color pool_color(double cov, int kind)
+{
+    double a = cov > 1 ? 1 : cov;
+    uint32_t alpha = (uint32_t)lround(48 + 207 * a);
+    return (viz_kind_color((unsigned)kind) & 0x00FFFFFFu) | (alpha << 24);
+}
 
 static void pool_flush(struct ctx *c, struct pool *pl, int y, int h)
 {
     if (pl->cov <= 0) return;
     int best = 0;
-    for (int k = 1; k <= TL_KIND_CUSTOM; k++)
+    for (int k = 1; k < TL_LOD_SLOTS; k++)
         if (pl->w[k] > pl->w[best]) best = k;
-    /* Shade by busy share so a column that is mostly idle reads as mostly
-     * bubble; a floor keeps a lone tiny op visible at all. */
-    double a = pl->cov > 1 ? 1 : pl->cov;
-    uint32_t alpha = (uint32_t)lround(48 + 207 * a);
-    viz_color col = viz_kind_color((unsigned)best);
-    viz_draw_rect(c->dl, pl->col, y, 1, h, (col & 0x00FFFFFFu) | (alpha << 24));
+    viz_draw_rect(c->dl, pl->col, y, 1, h, pool_color(pl->cov, best));
     memset(pl, 0, sizeof *pl);
+}
+
+/* Many ops per pixel: read the lane's level-of-detail pyramid instead of
+ * its ops. The level is the coarsest whose bins are at most half a column
+ * wide, so each column sums two to four bins (splitting the ones on its
+ * edges by time) and a frame costs about (columns × 3) reads per lane,
+ * whatever the number of ops. Equal neighbouring columns merge into one
+ * rectangle. A bin's busy time is assumed spread evenly across it, which is
+ * exact for fully busy and fully idle bins and off by at most one bin's
+ * share for a column edge inside a partly busy bin. */
+static void draw_lod(struct ctx *c, const struct tl_lod *lod, int y, int h, double tcut)
+{
+    const struct viz_geom *g = c->g;
+    const struct viz_view *v = c->v;
+    double pp = v->ps_per_px;
+    int l = 0;
+    while (l + 1 < lod->levels && lod->b0 * (double)(2u << l) <= pp / 2) l++;
+    double bw = lod->b0 * (double)(1u << l);
+    uint32_t n = lod->n0 >> l;
+    const float *busy = lod->busy + lod->off[l];
+    const uint8_t *kind = lod->kind + lod->off[l];
+    double lane_end = lod->base + bw * n;
+    int xa = (int)floor(viz_x_of(g, v, lod->base));
+    int xb = (int)ceil(viz_x_of(g, v, lane_end < tcut ? lane_end : tcut));
+    if (xa < g->plot_x0) xa = g->plot_x0;
+    if (xb > g->plot_x1) xb = g->plot_x1;
+    int run_x = -1, run_w = 0;
+    viz_color run_c = 0;
+    for (int x = xa; x < xb; x++) {
+        double t0 = viz_t_of(g, v, x), t1 = t0 + pp;
+        if (t1 > tcut) t1 = tcut;
+        double r0 = (t0 - lod->base) / bw, r1 = (t1 - lod->base) / bw;
+        if (r0 < 0) r0 = 0;
+        if (r1 > n) r1 = n;
+        double cov = 0, w[TL_LOD_SLOTS] = { 0 };
+        for (uint32_t j = (uint32_t)r0; j < n && (double)j < r1; j++) {
+            double lo = j > r0 ? j : r0, hi = j + 1.0 < r1 ? j + 1.0 : r1;
+            double part = busy[j] * (hi - lo);
+            cov += part;
+            w[kind[j]] += part;
+        }
+        viz_color col = 0;
+        if (cov > 0) {
+            int best = 0;
+            for (int k = 1; k < TL_LOD_SLOTS; k++)
+                if (w[k] > w[best]) best = k;
+            /* cov is in bins; the column is pp / bw bins wide. */
+            col = pool_color(cov * bw / pp, best);
+        }
+        if (col == run_c && run_x >= 0 && x == run_x + run_w) {
+            run_w++;
+            continue;
+        }
+        if (run_x >= 0 && run_c) viz_draw_rect(c->dl, run_x, y, run_w, h, run_c);
+        run_x = x;
+        run_w = 1;
+        run_c = col;
+    }
+    if (run_x >= 0 && run_c) viz_draw_rect(c->dl, run_x, y, run_w, h, run_c);
+}
+
+/* Index of the first op of the lane starting at or after t. */
+static size_t lane_upper(const struct timeline *tl, const struct tl_lane *lane, double t)
+{
+    size_t lo = lane->first, hi = lane->first + lane->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((double)tl->ops[mid].start < t) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
 }
 
 static void draw_ops(struct ctx *c, int chip, int stream, int y, int h)
@@ -70,9 +147,18 @@ static void draw_ops(struct ctx *c, int chip, int stream, int y, int h)
     const struct viz_view *v = c->v;
     double tcut = v->cursor < c->tv1 ? v->cursor : c->tv1;
     int by = h >= 6 ? y + 1 : y, bh = h >= 6 ? h - 2 : h;
+    size_t i0 = timeline_lane_seek(tl, lane, (mp_time)floor(c->tv0));
+    /* More than two ops per pixel on average: the pyramid is cheaper, and
+     * just as faithful at this zoom (few boxes are a pixel wide). */
+    if (lane->lod && (double)(lane_upper(tl, lane, tcut) - i0) >
+                         2.0 * (c->g->plot_x1 - c->g->plot_x0) &&
+        lane->lod->b0 <= v->ps_per_px / 2) {
+        draw_lod(c, lane->lod, by, bh, tcut);
+        return;
+    }
     struct pool pl = { .col = -1 };
     size_t end = lane->first + lane->count;
-    for (size_t i = timeline_lane_seek(tl, lane, (mp_time)floor(c->tv0)); i < end; i++) {
+    for (size_t i = i0; i < end; i++) {
         const struct tl_op *o = &tl->ops[i];
         if ((double)o->start >= tcut) break;           /* sorted by start */
         if ((double)o->end <= c->tv0) continue;
@@ -153,6 +239,18 @@ static void mem_cols(struct ctx *c, const struct viz_row *r, struct mem_run *run
     *run = (struct mem_run){ x, x + w, fill, over };
 }
 
+double viz_mem_scale(const struct timeline *tl, int chip)
+{
+    /* Every chip of a panel on one scale, so strips compare by eye. A far
+     * away capacity would squash the strips to a line (a 4 GiB stash on an
+     * 80 GiB chip), so the scale is the largest peak on the panel, and the
+     * capacity joins it (with its dotted line) only when some peak comes
+     * within 4/5 of it or passes it; the gutter always says peak / capacity. */
+    double peak = (double)tl->max_peak_mem, cap = (double)tl->chips[chip].capacity;
+    if (cap > 0 && peak >= 0.8 * cap) return cap > peak ? cap : peak;
+    return peak;
+}
+
 static void draw_memory(struct ctx *c, const struct viz_row *r)
 {
     const struct timeline *tl = c->tl;
@@ -160,8 +258,7 @@ static void draw_memory(struct ctx *c, const struct viz_row *r)
     const struct viz_geom *g = c->g;
     viz_draw_rect(c->dl, g->plot_x0, r->mem_y, g->plot_x1 - g->plot_x0, r->mem_h, VIZ_MEM_LANE);
     int64_t cap = ch->capacity;
-    double scale = cap > 0 ? (double)(cap > ch->peak_mem ? cap : ch->peak_mem)
-                           : (double)tl->max_peak_mem;
+    double scale = viz_mem_scale(tl, r->chip);
     if (!ch->mem_count || scale <= 0) return;
     const struct tl_mem *pts = &tl->mem[ch->mem_first];
     size_t n = ch->mem_count;
@@ -194,7 +291,7 @@ static void draw_memory(struct ctx *c, const struct viz_row *r)
         mem_cols(c, r, &run, col + 1, xend - col - 1, val, scale, cap);
     }
     mem_emit(c, r, &run);
-    if (cap > 0) {
+    if (cap > 0 && (double)cap <= scale) {
         int cy = r->mem_y + r->mem_h - (int)lround((double)cap / scale * r->mem_h);
         /* Dotted, so it reads as a limit rather than a separator. */
         viz_draw_hatch(c->dl, g->plot_x0, imax(cy, r->mem_y), g->plot_x1 - g->plot_x0, 1,
@@ -209,7 +306,12 @@ static void draw_gutter(struct ctx *c, const struct viz_row *r)
     int x = c->g->plot_x1 + 8;
     char buf[64];
     if (timeline_lane(tl, r->chip, TL_COMPUTE)->count) {
-        double u = timeline_utilization(tl, r->chip);
+        /* During a replay, the busy share so far: it climbs as the pipeline
+         * fills and sinks in the drain, ending at the step's figure. */
+        double cur = c->v->cursor;
+        double u = isfinite(cur) && cur < (double)tl->t_end
+                 ? timeline_utilization_until(tl, r->chip, (mp_time)floor(cur))
+                 : timeline_utilization(tl, r->chip);
         int bh = imax(2, imin(r->compute_h - 6, 10));
         int by = r->compute_y + (r->compute_h - bh) / 2;
         viz_draw_rect(c->dl, x, by, 50, bh, VIZ_UTIL_BG);
@@ -245,10 +347,16 @@ static void draw_row(struct ctx *c, const struct viz_row *r)
     if (c->fh) {
         char buf[48];
         int ly = r->h >= 2 * c->fh ? r->y : r->compute_y + (r->compute_h - c->fh) / 2;
-        if (r->h >= c->fh - 4) {
+        /* Rows thinner than a line of text get a label only where it does
+         * not run into the previous one (every second, third... row). */
+        if (ly >= c->label_bottom) {
             snprintf(buf, sizeof buf, "chip %d", r->chip);
             viz_draw_text(c->dl, 8, ly, VIZ_LABEL_W - 12, VIZ_TEXT, buf);
+            c->label_bottom = ly + c->fh - 2;
         }
+        if (r->mem_h >= c->fh - 3 && r->mem_y >= ly + 2 * c->fh)
+            viz_draw_text(c->dl, 20, r->mem_y + (r->mem_h - c->fh) / 2, VIZ_LABEL_W - 24,
+                          VIZ_TEXT_DIM, "memory");
         if (r->h >= 2 * c->fh && tl->chips[r->chip].stage >= 0) {
             int node = tl->chips[r->chip].node;
             if (node >= 0) snprintf(buf, sizeof buf, "stage %d  node %d", tl->chips[r->chip].stage, node);
@@ -274,6 +382,37 @@ static void draw_row(struct ctx *c, const struct viz_row *r)
     if (r->mem_h) draw_memory(c, r);
 }
 
+/* The colour key, right-aligned in the panel header: the kinds this
+ * timeline has, then bubble and memory. Drawn only if it fits beside the
+ * header's text (from x_min), whole, so it never overlaps it. */
+static void draw_legend(struct ctx *c, int y, int x_min)
+{
+    const struct timeline *tl = c->tl;
+    struct { const char *name; viz_color col; bool hatch; } items[TL_LOD_SLOTS + 2];
+    int n = 0;
+    for (int k = 0; k < TL_LOD_SLOTS; k++) {
+        if (!tl->kind_seen[k]) continue;
+        items[n].name = k < TL_KIND_CUSTOM ? timeline_kind_name(tl, (uint16_t)k) : "other";
+        items[n].col = viz_kind_color((unsigned)k);
+        items[n++].hatch = false;
+    }
+    if (tl->n_ops) items[n].name = "bubble", items[n].col = VIZ_BUBBLE, items[n++].hatch = true;
+    if (tl->has_mem) items[n].name = "memory", items[n].col = VIZ_MEM_FILL, items[n++].hatch = false;
+    const int sw = 12, pad = 4, space = 12;
+    int total = 0;
+    for (int i = 0; i < n; i++) total += sw + pad + viz_text_width(c->font, items[i].name) + space;
+    int x = c->v->width - 8 - total;
+    if (n == 0 || x < x_min) return;
+    int sy = y + (VIZ_HEADER_H - 2 - sw) / 2, ty = y + (VIZ_HEADER_H - 2 - c->fh) / 2;
+    for (int i = 0; i < n; i++) {
+        if (items[i].hatch) viz_draw_hatch(c->dl, x, sy, sw, sw, VIZ_BUBBLE, VIZ_BUBBLE_HATCH);
+        else viz_draw_rect(c->dl, x, sy, sw, sw, items[i].col);
+        x += sw + pad;
+        viz_draw_text(c->dl, x, ty, 0, VIZ_TEXT_DIM, items[i].name);
+        x += viz_text_width(c->font, items[i].name) + space;
+    }
+}
+
 static void draw_header(struct ctx *c, int y)
 {
     const struct timeline *tl = c->tl;
@@ -290,12 +429,16 @@ static void draw_header(struct ctx *c, int y)
     double step_ps = step_s ? atof(step_s) * 1e12 : (double)(tl->t_end - tl->t_begin);
     viz_format_time(step_ps, step, sizeof step);
     double bubble = bub ? atof(bub) : tl->bubble;
-    if (mfu) snprintf(mfu_txt, sizeof mfu_txt, "%.1f%%", 100 * atof(mfu));
+    /* A synthetic model has no FLOPs, so the simulator's MFU is 0: say n/a
+     * rather than print a zero that reads like a finding. */
+    if (mfu && atof(mfu) > 0) snprintf(mfu_txt, sizeof mfu_txt, "%.1f%%", 100 * atof(mfu));
     else snprintf(mfu_txt, sizeof mfu_txt, "n/a");
     snprintf(line, sizeof line, "%s    scenario %s    schedule %s    step %s    bubble %.1f%%    MFU %s",
              tl->name ? tl->name : "timeline",
              scen ? scen : "?", sched ? sched : "?", step, 100 * bubble, mfu_txt);
-    viz_draw_text(c->dl, 8, y + (VIZ_HEADER_H - 2 - c->fh) / 2, c->v->width - 16, VIZ_TEXT, line);
+    int ty = y + (VIZ_HEADER_H - 2 - c->fh) / 2;
+    viz_draw_text(c->dl, 8, ty, c->v->width - 16, VIZ_TEXT, line);
+    draw_legend(c, y, 8 + viz_text_width(c->font, line) + 24);
 }
 
 static void draw_axis(struct ctx *c)
@@ -314,6 +457,12 @@ static void draw_axis(struct ctx *c)
     };
     int u = 0;
     while (u < 4 && units[u].scale > step * 1.0000001) u++;
+    /* Far from zero ("60350 us") a larger unit with decimals reads better
+     * ("60.35 ms"): as many decimals as the step needs. */
+    double tmax = fmax(fabs(c->tv0), fabs(c->tv1));
+    while (u > 0 && tmax / units[u].scale >= 10000) u--;
+    double in_unit = step / units[u].scale;
+    int decimals = in_unit >= 1 ? 0 : (int)ceil(-log10(in_unit) - 1e-9);
     viz_draw_clip(c->dl, g->plot_x0 - 40, 0, g->plot_x1 - g->plot_x0 + 80, VIZ_AXIS_H);
     for (double k = ceil(c->tv0 / step); k * step <= c->tv1; k++) {
         double t = k * step;
@@ -322,8 +471,10 @@ static void draw_axis(struct ctx *c)
         if (c->fh) {
             char buf[48];
             if (t == 0) snprintf(buf, sizeof buf, "0");
-            else snprintf(buf, sizeof buf, "%.0f %s", t / units[u].scale, units[u].unit);
-            viz_draw_text(c->dl, x + 3, VIZ_AXIS_H - 9 - c->fh, 0, VIZ_TEXT, buf);
+            else snprintf(buf, sizeof buf, "%.*f %s", decimals, t / units[u].scale, units[u].unit);
+            /* A label cut by the edge of the window reads as another number. */
+            if (x + 3 + viz_text_width(c->font, buf) <= g->plot_x1 + 40)
+                viz_draw_text(c->dl, x + 3, VIZ_AXIS_H - 9 - c->fh, 0, VIZ_TEXT, buf);
         }
     }
 }

@@ -3,7 +3,7 @@
  * write a screenshot, run the benchmark or open the window.
  *
  *   mpsim-view (TIMELINE.csv | SCENARIO.ini [--set k=v]...) [--compare OTHER]...
- *              [--screenshot OUT.png [--at TIME] [--size WxH]] [--bench-frames N]
+ *              [--screenshot OUT.png [--at TIME] [--view A..B] [--size WxH]] [--bench-frames N]
  *              [--demo gpipe|1f1b|synthetic:OPS] [--export OUT.csv] */
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +16,7 @@
 #include "render_sdl.h"
 #include "config.h"
 #include "report.h"
+#include "serve.h"
 #include "sim.h"
 #include "timeline.h"
 
@@ -29,6 +30,7 @@ static const char usage[] =
     "  --compare F    stack another run on the same time axis (up to 3)\n"
     "  --screenshot   render without a display and write a PNG\n"
     "  --at TIME      replay cursor for the screenshot: 12ms, 3.5us, 0.012 (seconds)\n"
+    "  --view A..B    start with this time range across the window (100ms..100.5ms)\n"
     "  --size WxH     window or image size (default 1600x900; bench 1920x1080)\n"
     "  --bench-frames N  draw N frames offscreen and print frames/s\n"
     "  --demo NAME    a built-in timeline: gpipe or 1f1b (p=4, m=8, t_f=1ms, t_b=2ms),\n"
@@ -47,6 +49,25 @@ static int open_scenario(const char *path, char *const *sets, int n_sets, struct
     int rc = config_load(&cfg, path, err);
     for (int i = 0; !rc && i < n_sets; i++) rc = config_set(&cfg, sets[i], "--set", err);
     if (rc) return rc;
+    /* The timeline CSV is the contract between simulator and viewer; going
+     * through it in memory keeps one reader for files and scenarios alike. */
+    char *buf = NULL;
+    size_t len = 0;
+    if (cfg.inference.present) { /* a serving run: passes of continuous batching */
+        struct serve sv;
+        rc = serve_run_recorded(&sv, &cfg, true, err);
+        FILE *f = rc ? NULL : open_memstream(&buf, &len);
+        if (f) {
+            serve_timeline_csv(f, &sv);
+            fclose(f);
+        } else if (!rc) {
+            rc = mp_fail(err, MP_ERR_INTERNAL, "%s: out of memory", path);
+        }
+        serve_release(&sv);
+        if (!rc) rc = timeline_read_csv_buffer(out, path, buf, len, err);
+        free(buf);
+        return rc;
+    }
     struct sim s;
     struct sim_options opts = { .record_memory = true };
     rc = sim_run(&s, &cfg, &opts, err);
@@ -54,10 +75,6 @@ static int open_scenario(const char *path, char *const *sets, int n_sets, struct
         sim_release(&s);
         return rc;
     }
-    /* The timeline CSV is the contract between simulator and viewer; going
-     * through it in memory keeps one reader for files and scenarios alike. */
-    char *buf = NULL;
-    size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     if (!f) {
         sim_release(&s);
@@ -123,7 +140,7 @@ struct args {
     char *sets[MAX_SETS];
     int n_sets;
     const char *demo, *screenshot, *export_csv;
-    double at;
+    double at, view_t0, view_t1;   /* view_t1 > view_t0 when --view was given */
     int width, height, bench_frames;
     bool size_given;
 };
@@ -140,7 +157,8 @@ static int parse_args(int argc, char **argv, struct args *a, struct mp_error *er
         bool takes = strcmp(arg, "--compare") == 0 || strcmp(arg, "--set") == 0 ||
                      strcmp(arg, "--screenshot") == 0 || strcmp(arg, "--at") == 0 ||
                      strcmp(arg, "--size") == 0 || strcmp(arg, "--bench-frames") == 0 ||
-                     strcmp(arg, "--demo") == 0 || strcmp(arg, "--export") == 0;
+                     strcmp(arg, "--demo") == 0 || strcmp(arg, "--export") == 0 ||
+                     strcmp(arg, "--view") == 0;
         if (takes && !val) return mp_fail(err, MP_ERR_INPUT, "%s needs a value\n%s", arg, usage);
         if (takes) i++;
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -162,6 +180,17 @@ static int parse_args(int argc, char **argv, struct args *a, struct mp_error *er
             if (parse_time_arg(val, &a->at) != 0)
                 return mp_fail(err, MP_ERR_INPUT, "--at %s: expected a time such as 12ms, 3.5us "
                                "or 0.012 (seconds)", val);
+        } else if (strcmp(arg, "--view") == 0) {
+            const char *dots = strstr(val, "..");
+            char first[64];
+            if (!dots || (size_t)(dots - val) >= sizeof first)
+                return mp_fail(err, MP_ERR_INPUT, "--view %s: expected A..B such as 10ms..12ms", val);
+            memcpy(first, val, (size_t)(dots - val));
+            first[dots - val] = '\0';
+            if (parse_time_arg(first, &a->view_t0) != 0 || parse_time_arg(dots + 2, &a->view_t1) != 0 ||
+                !(a->view_t1 > a->view_t0))
+                return mp_fail(err, MP_ERR_INPUT, "--view %s: expected A..B with A < B, such as "
+                               "10ms..12ms", val);
         } else if (strcmp(arg, "--size") == 0) {
             char x;
             if (sscanf(val, "%d%c%d", &a->width, &x, &a->height) != 3 || x != 'x' ||
@@ -232,6 +261,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < n_tl; i++) sc.tl[i] = &tls[i];
             struct viz_app app;
             viz_app_init(&app, &sc, &font, a.width, a.height);
+            if (a.view_t1 > a.view_t0) viz_view_fit(&app.view, &app.geom, a.view_t0, a.view_t1);
             if (a.screenshot) rc = screenshot(&app, a.screenshot, a.at, &err);
             else if (a.bench_frames) rc = viz_sdl_bench(&app, a.bench_frames, &err);
             else rc = viz_sdl_run(&app, tls[0].name ? tls[0].name : "mpsim-view", &err);

@@ -11,8 +11,11 @@ static const char *const known_kinds[TL_KIND_CUSTOM] = {
     [TL_KIND_FB] = "FB", [TL_KIND_SEND] = "send", [TL_KIND_ALL_REDUCE] = "all_reduce",
     [TL_KIND_REDUCE_SCATTER] = "reduce_scatter", [TL_KIND_ALL_GATHER] = "all_gather",
     [TL_KIND_ALL_TO_ALL] = "all_to_all", [TL_KIND_BROADCAST] = "broadcast",
-    [TL_KIND_OPTIMIZER] = "optimizer",
+    [TL_KIND_OPTIMIZER] = "optimizer", [TL_KIND_PREFILL] = "prefill",
+    [TL_KIND_DECODE] = "decode", [TL_KIND_MIXED] = "mixed",
 };
+
+_Static_assert(TL_KIND_CUSTOM + 1 == TL_LOD_SLOTS, "one pyramid slot per known kind + customs");
 
 static const char *const mem_cats[TL_MEM_CATS] = {
     "weights", "grads", "optimizer", "activations", "kv", "other",
@@ -33,9 +36,17 @@ void timeline_init(struct timeline *tl)
 
 static void free_derived(struct timeline *tl)
 {
+    for (int i = 0; tl->lanes && i < tl->n_chips * TL_STREAMS; i++) {
+        struct tl_lod *lod = tl->lanes[i].lod;
+        if (!lod) continue;
+        free(lod->busy);
+        free(lod->kind);
+        free(lod);
+    }
     free(tl->chips);  tl->chips = NULL;
     free(tl->lanes);  tl->lanes = NULL;
     free(tl->maxend); tl->maxend = NULL;
+    free(tl->cumbusy); tl->cumbusy = NULL;
     free(tl->rows);   tl->rows = NULL;
     free(tl->events); tl->events = NULL;
     tl->n_chips = tl->n_rows = 0;
@@ -203,6 +214,8 @@ static void index_ops(struct timeline *tl)
 {
     qsort(tl->ops, tl->n_ops, sizeof *tl->ops, cmp_op);
     tl->maxend = mp_xmalloc((tl->n_ops ? tl->n_ops : 1) * sizeof *tl->maxend);
+    tl->cumbusy = mp_xmalloc((tl->n_ops ? tl->n_ops : 1) * sizeof *tl->cumbusy);
+    memset(tl->kind_seen, 0, sizeof tl->kind_seen);
     tl->t_begin = tl->n_ops ? INT64_MAX : 0;
     tl->t_end = 0;
     for (size_t i = 0; i < tl->n_ops; i++) {
@@ -212,9 +225,15 @@ static void index_ops(struct timeline *tl)
         if (lane->count == 0) {
             lane->first = i;
             tl->maxend[i] = o->end;
+            tl->cumbusy[i] = o->end - o->start;
         } else {
-            tl->maxend[i] = o->end > tl->maxend[i - 1] ? o->end : tl->maxend[i - 1];
+            /* The union grows by the part of this op past everything before. */
+            mp_time prev = tl->maxend[i - 1];
+            tl->maxend[i] = o->end > prev ? o->end : prev;
+            tl->cumbusy[i] = tl->cumbusy[i - 1] +
+                             (o->end > prev ? o->end - (o->start > prev ? o->start : prev) : 0);
         }
+        tl->kind_seen[o->kind < TL_KIND_CUSTOM ? o->kind : TL_KIND_CUSTOM] = true;
         lane->count++;
         if (c->stage < 0) c->stage = o->stage;
         if (o->stream == TL_COMM) tl->has_comm = true;
@@ -224,20 +243,81 @@ static void index_ops(struct timeline *tl)
     /* Busy time is the union of intervals, so overlapping ops count once. */
     for (int chip = 0; chip < tl->n_chips; chip++) {
         const struct tl_lane *lane = &tl->lanes[chip * TL_STREAMS + TL_COMPUTE];
-        mp_time busy = 0, cur_s = 0, cur_e = -1;
-        for (size_t i = lane->first; i < lane->first + lane->count; i++) {
-            const struct tl_op *o = &tl->ops[i];
-            if (o->start > cur_e) {
-                if (cur_e > cur_s) busy += cur_e - cur_s;
-                cur_s = o->start;
-                cur_e = o->end;
-            } else if (o->end > cur_e) {
-                cur_e = o->end;
-            }
-        }
-        if (cur_e > cur_s) busy += cur_e - cur_s;
-        tl->chips[chip].busy = busy;
+        tl->chips[chip].busy = lane->count ? tl->cumbusy[lane->first + lane->count - 1] : 0;
     }
+}
+
+/* Level-of-detail pyramid of one lane (timeline.h). Level 0 has about one
+ * bin per op (a power of two, at most 65536), so a column that covers
+ * several bins covers several ops; each level above halves the bins. The
+ * per-kind time of every bin is summed exactly in doubles in `w` (scratch
+ * of n0 × TL_LOD_SLOTS), then folded pairwise level by level. */
+static void build_lod(struct timeline *tl, struct tl_lane *lane, double *w)
+{
+    const struct tl_op *ops = &tl->ops[lane->first];
+    double base = (double)ops[0].start;
+    double end = (double)tl->maxend[lane->first + lane->count - 1];
+    if (!(end > base)) return;
+    uint32_t n0 = 64;
+    while (n0 < lane->count && n0 < (1u << 16)) n0 <<= 1;
+    double b0 = (end - base) / n0;
+    memset(w, 0, (size_t)n0 * TL_LOD_SLOTS * sizeof *w);
+    for (size_t i = 0; i < lane->count; i++) {
+        double s = (double)ops[i].start - base, e = (double)ops[i].end - base;
+        int slot = ops[i].kind < TL_KIND_CUSTOM ? ops[i].kind : TL_KIND_CUSTOM;
+        size_t j0 = (size_t)(s / b0), j1 = (size_t)(e / b0);
+        if (j1 >= n0) j1 = n0 - 1;
+        if (j0 > j1) j0 = j1;
+        for (size_t j = j0; j <= j1; j++) {
+            double lo = j * b0, hi = lo + b0;
+            double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
+            if (j == n0 - 1 && e > hi) ov += e - hi; /* rounding at the very end */
+            if (ov > 0) w[j * TL_LOD_SLOTS + (size_t)slot] += ov;
+        }
+    }
+    struct tl_lod *lod = mp_xcalloc(1, sizeof *lod);
+    lod->base = base;
+    lod->b0 = b0;
+    lod->n0 = n0;
+    size_t total = 0;
+    int levels = 0;
+    for (uint32_t n = n0; n >= 4 && levels < 24; n >>= 1) lod->off[levels++] = total, total += n;
+    lod->levels = levels;
+    lod->busy = mp_xmalloc(total * sizeof *lod->busy);
+    lod->kind = mp_xmalloc(total * sizeof *lod->kind);
+    for (int l = 0; l < levels; l++) {
+        uint32_t n = n0 >> l;
+        double width = b0 * (double)(1u << l);
+        if (l > 0) /* fold pairs of the level below, in place */
+            for (uint32_t j = 0; j < n; j++)
+                for (int k = 0; k < TL_LOD_SLOTS; k++)
+                    w[j * TL_LOD_SLOTS + k] = w[2 * j * TL_LOD_SLOTS + k] +
+                                              w[(2 * j + 1) * TL_LOD_SLOTS + k];
+        for (uint32_t j = 0; j < n; j++) {
+            const double *x = &w[j * TL_LOD_SLOTS];
+            double sum = 0;
+            int best = 0;
+            for (int k = 0; k < TL_LOD_SLOTS; k++) {
+                sum += x[k];
+                if (x[k] > x[best]) best = k;
+            }
+            lod->busy[lod->off[l] + j] = (float)(sum / width);
+            lod->kind[lod->off[l] + j] = (uint8_t)best;
+        }
+    }
+    lane->lod = lod;
+}
+
+static void index_lod(struct timeline *tl)
+{
+    double *w = NULL;
+    for (int i = 0; i < tl->n_chips * TL_STREAMS; i++) {
+        struct tl_lane *lane = &tl->lanes[i];
+        if (lane->count < TL_LOD_MIN_OPS) continue;
+        if (!w) w = mp_xmalloc((size_t)(1u << 16) * TL_LOD_SLOTS * sizeof *w);
+        build_lod(tl, lane, w);
+    }
+    free(w);
 }
 
 static void index_events(struct timeline *tl)
@@ -287,6 +367,7 @@ void timeline_finish(struct timeline *tl)
     }
 
     index_ops(tl);
+    index_lod(tl);
     index_memory(tl);
     tl->has_mem = tl->n_mem > 0;
     index_events(tl);
@@ -329,6 +410,30 @@ double timeline_utilization(const struct timeline *tl, int chip)
     mp_time span = tl->t_end - tl->t_begin;
     if (chip < 0 || chip >= tl->n_chips || span <= 0) return 0.0;
     return (double)tl->chips[chip].busy / (double)span;
+}
+
+mp_time timeline_busy_until(const struct timeline *tl, int chip, mp_time t)
+{
+    if (chip < 0 || chip >= tl->n_chips) return 0;
+    const struct tl_lane *lane = timeline_lane(tl, chip, TL_COMPUTE);
+    /* lo = first op starting at or after t; the ops before it all start
+     * before t, so their union's part past t is [t, their max end). */
+    size_t lo = lane->first, hi = lane->first + lane->count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tl->ops[mid].start < t) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == lane->first) return 0;
+    size_t i = lo - 1;
+    return tl->cumbusy[i] - (tl->maxend[i] > t ? tl->maxend[i] - t : 0);
+}
+
+double timeline_utilization_until(const struct timeline *tl, int chip, mp_time t)
+{
+    if (t >= tl->t_end) return timeline_utilization(tl, chip);
+    if (t <= tl->t_begin) return 0.0;
+    return (double)timeline_busy_until(tl, chip, t) / (double)(t - tl->t_begin);
 }
 
 bool timeline_next_event(const struct timeline *tl, mp_time t, int dir, mp_time *out)

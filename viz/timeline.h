@@ -36,6 +36,9 @@ enum tl_kind {
     TL_KIND_ALL_TO_ALL,
     TL_KIND_BROADCAST,
     TL_KIND_OPTIMIZER,
+    TL_KIND_PREFILL,        /* serving: a pass of prompt chunks only */
+    TL_KIND_DECODE,         /* serving: a pass of decode tokens only */
+    TL_KIND_MIXED,          /* serving: prompt chunks and decode tokens together */
     TL_KIND_CUSTOM          /* first id of a kind the viewer does not know */
 };
 
@@ -84,9 +87,26 @@ struct tl_chip {
     size_t mem_first, mem_count; /* its slice of timeline.mem (sorted by t) */
 };
 
+/* A lane's level-of-detail pyramid: how busy each time bin is and which
+ * kind fills most of it, at bin widths b0, 2·b0, 4·b0, ... over the step.
+ * A frame that shows many ops per pixel reads a few bins per pixel column
+ * instead of every op, so its cost follows the window width, not the op
+ * count (timeline_finish builds it for lanes of TL_LOD_MIN_OPS ops or more). */
+#define TL_LOD_MIN_OPS 512
+#define TL_LOD_SLOTS 16          /* kinds below TL_KIND_CUSTOM, customs share the last */
+struct tl_lod {
+    double base, b0;             /* time of bin 0's left edge, level-0 bin width (ps) */
+    int levels;
+    uint32_t n0;                 /* level-0 bins; level l has n0 >> l */
+    size_t off[24];              /* start of level l in busy/kind */
+    float *busy;                 /* busy share of the bin, [0, 1] (more if ops overlap) */
+    uint8_t *kind;               /* kind slot covering most of the bin */
+};
+
 /* One chip's stream: a slice of timeline.ops sorted by start. */
 struct tl_lane {
     size_t first, count;
+    struct tl_lod *lod;          /* NULL for short lanes */
 };
 
 struct timeline {
@@ -104,6 +124,8 @@ struct timeline {
     struct tl_chip *chips;       /* [n_chips] */
     struct tl_lane *lanes;       /* [n_chips * TL_STREAMS], chip*2 + stream */
     mp_time *maxend;             /* [n_ops]: running max of end within a lane */
+    mp_time *cumbusy;            /* [n_ops]: union of the lane's ops first..i, ps */
+    bool kind_seen[TL_LOD_SLOTS];/* which kinds occur (customs in the last slot) */
     int *rows;  int n_rows;      /* present chips ordered by (stage, node, chip) */
     mp_time t_begin, t_end;      /* first op start, last op end (the step) */
     mp_time *events; size_t n_events; /* sorted distinct op starts and ends */
@@ -153,6 +175,12 @@ size_t timeline_lane_seek(const struct timeline *tl, const struct tl_lane *lane,
 
 /* Busy share of a chip's compute stream over the step, in [0, 1]. */
 double timeline_utilization(const struct timeline *tl, int chip);
+
+/* Compute-stream busy time (union of ops) of a chip before time t, exact,
+ * in O(log ops); and the busy share of [step start, t], the utilization a
+ * replay has reached at its cursor (the whole step's when t is past it). */
+mp_time timeline_busy_until(const struct timeline *tl, int chip, mp_time t);
+double timeline_utilization_until(const struct timeline *tl, int chip, mp_time t);
 
 /* The first event time > t (or < t when `dir` < 0); returns false if none. */
 bool timeline_next_event(const struct timeline *tl, mp_time t, int dir, mp_time *out);

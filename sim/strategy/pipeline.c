@@ -333,9 +333,8 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     int from_dev = pipe_device(prog, mb, s), to_dev = pipe_device(prog, mb, to);
     if (from_dev == to_dev) return;
     int src = pl->chip_of_device[from_dev], dst = pl->chip_of_device[to_dev];
-    int links[64];
-    int n = system_route(pl->sys, src, dst, links, 64);
-    assert(n <= 64);
+    int stack[64], *links;
+    int n = system_route_buf(pl->sys, src, dst, stack, 64, &links);
     double bytes = pl->stage[s].send_bytes;
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
                         system_route_time(pl->sys, links, n, bytes) + pl->hop);
@@ -346,6 +345,7 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     o.layer_first = pl->stage[s].layer_first;
     o.layer_last = pl->stage[s].layer_last;
     int id = tg_add_transfer(g, &o, links, n);
+    if (links != stack) free(links);
     tg_dep(g, producer, id);
     *at_send(ix, mb, s, dir) = id;
 }

@@ -1,0 +1,34 @@
+#!/bin/sh
+# Issue 10's figures at full scale (run by bench/run with $1 = bench
+# binaries, $2 = mpsim). Each line prints events, wall time, events/s and
+# peak RSS; the targets are in bench/README.md.
+dir=$1
+mpsim=$2
+wall() { sed -n 's/.*wall \([0-9.]*\) s.*/\1/p'; }
+
+echo "== 1T GPT, TP8 x PP64 x DP6 on 3072 A100s, 1F1B, global batch 3072 (target <= 1 s, <= 500 MB)"
+base=$("$dir/bench_step" scenarios/bench-gpt-1t-dp6.ini)
+echo "$base"
+echo "== growth: the same with DP doubled (6144 A100s), then with microbatches doubled"
+dp2=$("$dir/bench_step" scenarios/bench-gpt-1t-dp6.ini parallel.dp=12 training.global_batch=6144)
+mb2=$("$dir/bench_step" scenarios/bench-gpt-1t-dp6.ini training.global_batch=6144)
+echo "$dp2"
+echo "$mb2"
+w0=$(echo "$base" | wall); wd=$(echo "$dp2" | wall); wm=$(echo "$mb2" | wall)
+awk -v a="$w0" -v b="$wd" -v c="$wm" 'BEGIN {
+    printf "growth: 2x DP -> %.2fx wall (target <= 1.10), 2x microbatches -> %.2fx wall (target <= 2.00)\n", b / a, c / a }'
+
+echo "== DeepSeek-V3 training step, 2048 H800s, PP16 DualPipe, EP64, ZeRO-1 (target <= 2 s)"
+"$dir/bench_step" scenarios/deepseek-v3-2048xh800.ini
+
+echo "== serving: 59 Cerebras wafers, kimi-k3 (target: 100,000 requests <= 2 s; see bench/README.md)"
+for n in 500 2000; do
+    printf '%6d requests: ' "$n"
+    "$mpsim" run scenarios/kimi-k3-wafers.ini --set inference.requests=$n --json |
+        tr -d '\t' | tr ',' '\n' | awk -F: '/"events"/ { e = $2 } /"sim_wall_s"/ { w = $2 }
+            END { printf "%d events, wall %.3f s, %.2f M events/s\n", e, w, e / w / 1e6 }'
+done
+
+echo "== detailed ring all-reduce, 1 MiB in 4 chunks, 50 GB/s 500 ns links (targets: 1,024 chips <= 0.5 s; 4,096 <= 10 s, <= 500 MB)"
+"$dir/bench_collective" 1024 4
+"$dir/bench_collective" 4096 4

@@ -1,0 +1,182 @@
+/* serve_trace.c — a recorded serving run (serve_run_recorded) as the timeline
+ * CSV that `mpsim run --timeline` writes for training and mpsim-view reads,
+ * and as a Chrome trace; see serve.h.
+ *
+ * Rows follow the run's own order of records, which the event queue makes
+ * deterministic, so the same seed writes the same bytes. Times are exact
+ * decimal seconds (every picosecond kept), so a reader can add the compute
+ * rows of a stage and get the report's busy time back exactly. */
+#include "serve.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#include <csv.h>
+
+/* Exact decimal seconds from picoseconds (non-negative here). */
+static void fmt_seconds(char *buf, size_t size, mp_time t)
+{
+    uint64_t a = t < 0 ? 0 : (uint64_t)t;
+    snprintf(buf, size, "%" PRIu64 ".%012" PRIu64, a / (uint64_t)1000000000000,
+             a % (uint64_t)1000000000000);
+}
+
+/* Exact microseconds from picoseconds, for the Chrome trace. */
+static void fmt_micros(char *buf, size_t size, mp_time t)
+{
+    uint64_t a = t < 0 ? 0 : (uint64_t)t;
+    snprintf(buf, size, "%" PRIu64 ".%06" PRIu64, a / (uint64_t)1000000, a % (uint64_t)1000000);
+}
+
+/* The kind of a pass: what its members are doing. A pass that mixes prompt
+ * chunks with decode tokens is the signature of continuous batching, so it
+ * gets its own name (and colour in the viewer). */
+static const char *pass_kind(const struct serve_pass_rec *p)
+{
+    if (p->prefill && p->decode) return "mixed";
+    return p->prefill ? "prefill" : "decode";
+}
+
+static void pass_label(char *buf, size_t size, const struct serve_pass_rec *p)
+{
+    if (p->prefill && p->decode)
+        snprintf(buf, size, "slot %d: %d prefill (%d tokens) + %d decode", p->slot, p->prefill,
+                 p->prefill_tokens, p->decode);
+    else if (p->prefill)
+        snprintf(buf, size, "slot %d: %d prefill (%d tokens)", p->slot, p->prefill,
+                 p->prefill_tokens);
+    else
+        snprintf(buf, size, "slot %d: %d decode", p->slot, p->decode);
+}
+
+static void meta(FILE *f, int chip, int stage, const char *label)
+{
+    fprintf(f, "%d,%d,meta,meta,-1,-1,-1,-1,0,0,0,,", chip, stage);
+    csv_fwrite(f, label, strlen(label));
+    fputc('\n', f);
+}
+
+void serve_timeline_csv(FILE *f, const struct serve *s)
+{
+    const struct serve_result *r = &s->res;
+    const struct serve_record *rc = s->rec;
+    char a[48], b[48], label[256];
+    fputs("chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,end_s,bytes,"
+          "mem_bytes,label\n", f);
+    /* Run-wide facts first. bubble is DESIGN.md §3's over the makespan:
+     * 1 − Σ stage busy / (stages × makespan). No MFU: serving reports
+     * tokens/s and latencies instead, and the viewer shows n/a. */
+    double busy = 0;
+    for (int st = 0; st < r->stages; st++) busy += mp_seconds(r->stage[st].busy);
+    double span = mp_seconds(r->makespan);
+    snprintf(label, sizeof label, "scenario=%s", s->cfg.name);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "schedule=serving (%d slots x %d)", r->slots, r->micro_batch);
+    meta(f, -1, -1, label);
+    fmt_seconds(a, sizeof a, r->makespan);
+    snprintf(label, sizeof label, "step_time_s=%s", a);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "bubble=%.6f",
+             span > 0 && r->stages ? 1 - busy / (r->stages * span) : 0.0);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "chips=%d", r->stages);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "requests_completed=%d", r->completed);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "tokens_per_s=%.6g", r->tokens_per_s);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "ttft_p50_s=%.6g", r->ttft[0]);
+    meta(f, -1, -1, label);
+    snprintf(label, sizeof label, "tpot_p50_s=%.6g", r->tpot[0]);
+    meta(f, -1, -1, label);
+    for (int st = 0; st < r->stages; st++) {
+        snprintf(label, sizeof label, "capacity_bytes=%.0f",
+                 r->stage[st].free_bytes + r->stage[st].weights);
+        meta(f, r->stage[st].chip, st, label);
+    }
+    if (!rc) return;
+
+    for (size_t i = 0; i < rc->n_pass; i++) {
+        const struct serve_pass_rec *p = &rc->pass[i];
+        const struct serve_stage_report *x = &r->stage[p->stage];
+        fmt_seconds(a, sizeof a, p->start);
+        fmt_seconds(b, sizeof b, p->end);
+        pass_label(label, sizeof label, p);
+        fprintf(f, "%d,%d,compute,%s,%d,-1,%d,%d,%s,%s,0,,", x->chip, p->stage, pass_kind(p),
+                p->slot, x->layer_first, x->layer_last, a, b);
+        csv_fwrite(f, label, strlen(label));
+        fputc('\n', f);
+    }
+    for (size_t i = 0; i < rc->n_hop; i++) {
+        const struct serve_hop_rec *h = &rc->hop[i];
+        bool back = h->stage == r->stages - 1;
+        fmt_seconds(a, sizeof a, h->start);
+        fmt_seconds(b, sizeof b, h->end);
+        if (back) snprintf(label, sizeof label, "tokens of slot %d back to stage 0", h->slot);
+        else snprintf(label, sizeof label, "activations of slot %d to stage %d", h->slot,
+                      h->stage + 1);
+        fprintf(f, "%d,%d,comm,send,%d,-1,-1,-1,%s,%s,%.0f,,", r->stage[h->stage].chip, h->stage,
+                h->slot, a, b, h->bytes);
+        csv_fwrite(f, label, strlen(label));
+        fputc('\n', f);
+    }
+    /* Weights are resident from the start; KV + state come and go with
+     * requests. mem_bytes is the chip's total: weights + KV in use. */
+    for (int st = 0; st < r->stages; st++)
+        fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,0,0,%.0f,%.0f,weights\n", r->stage[st].chip, st,
+                r->stage[st].weights, r->stage[st].weights);
+    for (size_t i = 0; i < rc->n_kv; i++) {
+        const struct serve_kv_rec *k = &rc->kv[i];
+        fmt_seconds(a, sizeof a, k->t);
+        fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,%s,%s,%.0f,%.0f,kv\n", r->stage[k->stage].chip,
+                k->stage, a, a, k->delta, r->stage[k->stage].weights + k->in_use);
+    }
+}
+
+void serve_chrome_trace(FILE *f, const struct serve *s)
+{
+    const struct serve_result *r = &s->res;
+    const struct serve_record *rc = s->rec;
+    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
+    const char *sep = "";
+    for (int st = 0; st < r->stages; st++) {
+        int c = r->stage[st].chip;
+        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                   "\"args\":{\"name\":\"chip %d (stage %d)\"}}", sep, c, c, st);
+        sep = ",\n";
+        fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                   "\"args\":{\"sort_index\":%d}}", sep, c, st);
+        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                   "\"args\":{\"name\":\"compute\"}}", sep, c);
+        fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,"
+                   "\"args\":{\"name\":\"comm\"}}", sep, c);
+    }
+    char ts[48], dur[48];
+    for (size_t i = 0; rc && i < rc->n_pass; i++) {
+        const struct serve_pass_rec *p = &rc->pass[i];
+        fmt_micros(ts, sizeof ts, p->start);
+        fmt_micros(dur, sizeof dur, p->end - p->start);
+        fprintf(f, "%s{\"name\":\"%s slot %d\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
+                   "\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,\"prefill\":%d,"
+                   "\"prefill_tokens\":%d,\"decode\":%d}}",
+                sep, pass_kind(p), p->slot, pass_kind(p), r->stage[p->stage].chip, ts, dur,
+                p->slot, p->stage, p->prefill, p->prefill_tokens, p->decode);
+    }
+    for (size_t i = 0; rc && i < rc->n_hop; i++) {
+        const struct serve_hop_rec *h = &rc->hop[i];
+        fmt_micros(ts, sizeof ts, h->start);
+        fmt_micros(dur, sizeof dur, h->end - h->start);
+        fprintf(f, "%s{\"name\":\"send slot %d\",\"cat\":\"send\",\"ph\":\"X\",\"pid\":%d,"
+                   "\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,"
+                   "\"bytes\":%.0f}}",
+                sep, h->slot, r->stage[h->stage].chip, ts, dur, h->slot, h->stage, h->bytes);
+    }
+    /* One counter per chip: KV + state in use (weights are constant). */
+    for (size_t i = 0; rc && i < rc->n_kv; i++) {
+        const struct serve_kv_rec *k = &rc->kv[i];
+        fmt_micros(ts, sizeof ts, k->t);
+        fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
+                   "\"args\":{\"kv\":%.0f}}", sep, r->stage[k->stage].chip, ts, k->in_use);
+    }
+    fputs("\n]}\n", f);
+}
