@@ -31,7 +31,6 @@
 
 #include "units.h"
 
-#define DEGREE_MAX 1e6
 /* Caps on durations and sizes, so that arithmetic on them cannot leave int64
  * picoseconds or lose whole bytes in a double: 10^6 s (11.6 days) for one op
  * and 2^60 bytes (1 EiB). Beyond them a value is a typo, not a machine. */
@@ -41,159 +40,6 @@
 #define CHIPS_MAX 16777216.0
 #define STAGE_PASSES_MAX 8388608.0
 
-/* Ranges are inclusive; "1, 0" (min > max) means the key has none. */
-#define KEY(n, t, field, def, ch, lo, hi, d)                                  \
-    { .name = n, .type = t, .offset = offsetof(struct config, field),         \
-      .size = sizeof(((struct config *)0)->field), .fallback = def,           \
-      .choices = ch, .min = lo, .max = hi, .doc = d }
-
-const struct config_key config_keys[] = {
-    KEY("model.config", CONFIG_STRING, model.config, "llama3-8b", NULL, 1, 0,
-        "model preset name (models/NAME.json) or path to a Hugging Face config.json"),
-    KEY("model.kind", CONFIG_ENUM, model.kind, "transformer", "transformer|synthetic",
-        1, 0, "transformer: costs from model.config; synthetic: times from [synthetic]"),
-    KEY("model.seq_len", CONFIG_INT, model.seq_len, "2048", NULL, 1, INT_MAX,
-        "tokens per sequence"),
-    KEY("model.weight_bits", CONFIG_INT, model.weight_bits, "16", NULL, 4, 32,
-        "bits per stored weight"),
-    KEY("model.activation_bits", CONFIG_INT, model.activation_bits, "16", NULL, 4, 32,
-        "bits per activation element"),
-    KEY("model.kv_bits", CONFIG_INT, model.kv_bits, "16", NULL, 4, 32,
-        "bits per KV-cache element"),
-    KEY("synthetic.forward", CONFIG_DURATION, synthetic.forward, "1ms", NULL, 1, 0,
-        "forward time of one microbatch on one stage"),
-    KEY("synthetic.backward_input", CONFIG_DURATION, synthetic.backward_input, "1ms",
-        NULL, 1, 0, "input-gradient (B) time of one microbatch on one stage"),
-    KEY("synthetic.backward_weight", CONFIG_DURATION, synthetic.backward_weight, "1ms",
-        NULL, 1, 0, "weight-gradient (W) time of one microbatch on one stage"),
-    KEY("synthetic.hop", CONFIG_DURATION, synthetic.hop, "0", NULL, 1, 0,
-        "delay of each stage-to-stage hand-off"),
-    KEY("synthetic.forward_backward", CONFIG_DURATION, synthetic.forward_backward, "0", NULL,
-        1, 0, "DualPipe's overlapped F&B op (forward of one microbatch hidden behind the "
-        "backward of another), split over chunks like the times above; 0 = F + B + W"),
-    KEY("synthetic.activation", CONFIG_SIZE, synthetic.activation, "1GiB", NULL,
-        1, 0, "bytes one forward stashes on a stage until its backward"),
-    KEY("synthetic.activation_w", CONFIG_SIZE, synthetic.activation_w, "0", NULL,
-        1, 0, "of those, bytes only the weight gradient needs (freed by W)"),
-    KEY("synthetic.weights", CONFIG_SIZE, synthetic.weights, "0", NULL, 1, 0,
-        "bytes of weights held by each stage"),
-    KEY("hardware.system", CONFIG_STRING, hardware.system, "textbook", NULL, 1, 0,
-        "system preset name (hardware/systems/NAME.ini) or path"),
-    KEY("hardware.nodes", CONFIG_INT, hardware.nodes, "0", NULL, 0, DEGREE_MAX,
-        "number of nodes; 0 = as many as the layout needs"),
-    KEY("parallel.tp", CONFIG_INT, parallel.tp, "1", NULL, 1, DEGREE_MAX,
-        "tensor-parallel degree"),
-    KEY("parallel.pp", CONFIG_INT, parallel.pp, "1", NULL, 1, DEGREE_MAX,
-        "pipeline-parallel degree (stages)"),
-    KEY("parallel.dp", CONFIG_INT, parallel.dp, "1", NULL, 1, DEGREE_MAX,
-        "data-parallel degree (replicas)"),
-    KEY("parallel.ep", CONFIG_INT, parallel.ep, "1", NULL, 1, DEGREE_MAX,
-        "expert-parallel degree"),
-    KEY("parallel.vpp", CONFIG_INT, parallel.vpp, "1", NULL, 1, DEGREE_MAX,
-        "virtual pipeline chunks per stage (interleaving)"),
-    KEY("parallel.sp", CONFIG_BOOL, parallel.sp, "false", NULL, 1, 0,
-        "sequence parallelism alongside tensor parallelism"),
-    KEY("parallel.tsp", CONFIG_BOOL, parallel.tsp, "false", NULL, 1, 0,
-        "fold tensor and sequence parallelism on one axis of degree parallel.tp (TSP)"),
-    KEY("parallel.tp_overlap", CONFIG_BOOL, parallel.tp_overlap, "false", NULL, 1, 0,
-        "overlap the backward TP all-reduce with the weight-gradient GEMMs (Megatron)"),
-    KEY("training.global_batch", CONFIG_INT, training.global_batch, "8", NULL, 1,
-        INT_MAX, "sequences per step, over all data-parallel replicas"),
-    KEY("training.micro_batch", CONFIG_INT, training.micro_batch, "1", NULL, 1, INT_MAX,
-        "sequences per microbatch"),
-    KEY("training.schedule", CONFIG_STRING, training.schedule, "1f1b", NULL, 1, 0,
-        "pipeline schedule name (mpsim list schedules)"),
-    KEY("training.recompute", CONFIG_ENUM, training.recompute, "none",
-        "none|selective|full", 1, 0, "activation recomputation"),
-    KEY("training.zero", CONFIG_INT, training.zero, "0", NULL, 0, 3,
-        "ZeRO stage: 0 none, 1 optimizer, 2 +gradients, 3 +weights sharded"),
-    KEY("training.dp_overlap", CONFIG_BOOL, training.dp_overlap, "true", NULL, 1, 0,
-        "sync gradient buckets during the last backward instead of after it"),
-    KEY("training.dp_bucket", CONFIG_SIZE, training.dp_bucket, "160MB", NULL, 1e3, 1e15,
-        "gradient bytes per data-parallel bucket (Megatron: 40M fp32 params)"),
-    KEY("training.memory_limit", CONFIG_MEM_AMOUNT, training.memory_limit, "0", NULL, 0,
-        DEGREE_MAX, "zb-auto's activation limit per device: a number counts one microbatch's "
-        "activations on a stage (M_B; 1F1B holds pp), a size (40GB) is bytes; 0 = pp × M_B"),
-    /* [inference]: serving (sim/serve.h, docs/serving.md). Any of these keys
-     * makes `mpsim run` simulate serving instead of a training step. */
-    KEY("inference.rate", CONFIG_DOUBLE, inference.rate, "5", NULL, 1e-6, 1e12,
-        "Poisson arrival rate, requests per second"),
-    KEY("inference.requests", CONFIG_INT, inference.requests, "100", NULL, 1, 10000000,
-        "requests to generate (Poisson arrivals)"),
-    KEY("inference.arrivals", CONFIG_ENUM, inference.arrivals, "poisson", "poisson|trace",
-        1, 0, "where requests come from: Poisson at inference.rate, or inference.trace"),
-    KEY("inference.trace", CONFIG_STRING, inference.trace, "none", NULL, 1, 0,
-        "CSV of requests: arrival_s,prompt_tokens,output_tokens (arrivals = trace)"),
-    KEY("inference.prompt_dist", CONFIG_ENUM, inference.prompt_dist, "fixed",
-        "fixed|uniform|lognormal", 1, 0,
-        "prompt lengths: prompt_len; uniform in [prompt_min, prompt_max]; lognormal "
-        "with median prompt_len and prompt_sigma"),
-    KEY("inference.prompt_len", CONFIG_INT, inference.prompt_len, "512", NULL, 1, INT_MAX,
-        "prompt tokens (fixed), or the lognormal median"),
-    KEY("inference.prompt_min", CONFIG_INT, inference.prompt_min, "1", NULL, 1, INT_MAX,
-        "shortest prompt (uniform; clamps lognormal)"),
-    KEY("inference.prompt_max", CONFIG_INT, inference.prompt_max, "0", NULL, 0, INT_MAX,
-        "longest prompt (uniform; clamps lognormal); 0 = context_len - 1"),
-    KEY("inference.prompt_sigma", CONFIG_DOUBLE, inference.prompt_sigma, "0.5", NULL, 0, 10,
-        "sigma of ln(prompt tokens) (lognormal)"),
-    KEY("inference.output_dist", CONFIG_ENUM, inference.output_dist, "fixed",
-        "fixed|uniform|lognormal", 1, 0,
-        "output lengths, as prompt_dist with the output_* keys"),
-    KEY("inference.output_len", CONFIG_INT, inference.output_len, "128", NULL, 1, INT_MAX,
-        "output tokens (fixed), or the lognormal median"),
-    KEY("inference.output_min", CONFIG_INT, inference.output_min, "1", NULL, 1, INT_MAX,
-        "fewest output tokens (uniform; clamps lognormal)"),
-    KEY("inference.output_max", CONFIG_INT, inference.output_max, "0", NULL, 0, INT_MAX,
-        "most output tokens (uniform; clamps lognormal); 0 = what context_len leaves"),
-    KEY("inference.output_sigma", CONFIG_DOUBLE, inference.output_sigma, "0.5", NULL, 0, 10,
-        "sigma of ln(output tokens) (lognormal)"),
-    KEY("inference.micro_batch", CONFIG_INT, inference.micro_batch, "1", NULL, 1, 1000000,
-        "requests per microbatch"),
-    KEY("inference.inflight", CONFIG_INT, inference.inflight, "0", NULL, 0, 1000000,
-        "microbatches circulating in the pipeline; 0 = one per stage"),
-    KEY("inference.token_budget", CONFIG_INT, inference.token_budget, "2048", NULL, 1,
-        INT_MAX, "tokens one microbatch may carry through a pass (decode counts 1 each)"),
-    KEY("inference.chunked_prefill", CONFIG_BOOL, inference.chunked_prefill, "true", NULL,
-        1, 0, "split prompts over passes to stay within token_budget"),
-    KEY("inference.context_len", CONFIG_INT, inference.context_len, "8192", NULL, 2,
-        INT_MAX, "most tokens (prompt + output) a request holds; sizes the plan's KV reserve"),
-    KEY("inference.concurrency", CONFIG_INT, inference.concurrency, "0", NULL, 0, INT_MAX,
-        "requests the plan reserves KV/state for at context_len (0 = as many as a chip "
-        "holding one layer fits); also a cap on admitted requests when set"),
-    KEY("inference.horizon", CONFIG_DURATION, inference.horizon, "0", NULL, 1, 0,
-        "stop serving at this simulated time; 0 = when every request is done"),
-    KEY("inference.placement", CONFIG_ENUM, inference.placement, "plan", "plan|even", 1, 0,
-        "stages: plan = `mpsim plan` by memory; even = parallel.pp equal slices"),
-    /* [experts]: expert parallelism (sim/strategy/experts.h, docs/experts.md). */
-    KEY("experts.routing", CONFIG_ENUM, experts.routing, "uniform", "uniform|zipf|dirichlet|trace",
-        1, 0, "how tokens pick experts, per microbatch and MoE layer (seeded from run.seed)"),
-    KEY("experts.skew", CONFIG_DOUBLE, experts.skew, "1", NULL, 0, 10,
-        "Zipf exponent of expert popularity (routing = zipf; 0 = uniform)"),
-    KEY("experts.concentration", CONFIG_DOUBLE, experts.concentration, "1", NULL, 1e-3, 1e6,
-        "Dirichlet concentration of expert popularity (routing = dirichlet; large = even)"),
-    KEY("experts.trace", CONFIG_STRING, experts.trace, "none", NULL, 1, 0,
-        "CSV of expert loads, one row per MoE layer, one column per expert (routing = trace)"),
-    KEY("experts.capacity_factor", CONFIG_DOUBLE, experts.capacity_factor, "0", NULL, 0, 1000,
-        "tokens an expert accepts ÷ tokens × top-k / experts; the rest are dropped; 0 = dropless"),
-    KEY("experts.redundant", CONFIG_INT, experts.redundant, "0", NULL, 0, DEGREE_MAX,
-        "extra copies of the hottest experts, placed on the least-loaded EP ranks"),
-    KEY("experts.max_nodes", CONFIG_INT, experts.max_nodes, "0", NULL, 0, DEGREE_MAX,
-        "nodes one token's experts may span (node-limited routing); 0 = the model's topk_group"),
-    KEY("experts.all_to_all", CONFIG_ENUM, experts.all_to_all, "auto", "auto|direct|hierarchical",
-        1, 0, "dispatch/combine path: direct, or across nodes to the same-index GPU then NVLink"),
-    KEY("experts.dispatch_bits", CONFIG_INT, experts.dispatch_bits, "0", NULL, 0, 32,
-        "bits per element the dispatch sends (DeepSeek-V3: 8); 0 = model.activation_bits"),
-    KEY("experts.show_ranks", CONFIG_BOOL, experts.show_ranks, "false", NULL, 1, 0,
-        "also put every EP rank's expert GEMMs on its own chip (for the viewer; small groups)"),
-    KEY("run.seed", CONFIG_U64, run.seed, "1", NULL, 1, 0,
-        "seed of the run's random number generator"),
-    KEY("run.fidelity", CONFIG_ENUM, run.fidelity, "fast", "fast|detailed", 1, 0,
-        "fast: a collective is one op priced alpha-beta; detailed: its transfers"),
-    KEY("run.collective", CONFIG_ENUM, run.collective, "auto",
-        "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
-        "collective algorithm for TP, DP and TSP collectives"),
-    {.name = NULL},
-};
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -387,7 +233,7 @@ static void describe(const struct config_key *k, char *buf, size_t size)
         const char *what = k->type == CONFIG_INT ? "a whole number" : "a number";
         if (k->min > k->max) snprintf(buf, size, "%s", what);
         else if (k->max >= INT_MAX) snprintf(buf, size, "%s ≥ %g", what, k->min);
-        else if (k->max >= DEGREE_MAX)
+        else if (k->max >= CONFIG_DEGREE_MAX)
             snprintf(buf, size, "%s ≥ %g (at most %.0f)", what, k->min, k->max);
         else snprintf(buf, size, "%s from %g to %g", what, k->min, k->max);
         break;

@@ -24,6 +24,9 @@ enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
 
 #define CONFIG_STR 512
 
+/* Parallel degrees are capped so products of them stay far inside int. */
+#define CONFIG_DEGREE_MAX 1e6
+
 /* A memory amount written either as a plain number, counting one
  * microbatch's stashed activations (M_B), or as a size with a unit (bytes):
  * "8" or "40GB". Which one depends on what the number is compared with, so
