@@ -76,6 +76,10 @@ char *mp_xstrdup(const char *s);
  * trace outputs, which must be UTF-8, into invalid files. */
 size_t mp_utf8_valid_prefix(const char *s, size_t n);
 
+/* Edit distance between two names, ignoring case ("PP" still finds "pp"),
+ * for did-you-mean suggestions; SIZE_MAX for names over 63 characters. */
+size_t mp_edit_distance(const char *a, const char *b);
+
 /* The folder holding the project's presets (models/, hardware/, scenarios/):
  * $MPSIM_HOME if set, else the source tree the binary was built from. */
 const char *mp_data_dir(void);

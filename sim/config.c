@@ -84,29 +84,6 @@ static bool section_known(const char *s, size_t n)
     return false;
 }
 
-/* Edit distance, ignoring case so "PP" still finds "pp". */
-static size_t levenshtein(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return SIZE_MAX;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-            size_t best = diag + cost;
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 /* Close enough to suggest: about one typo per four letters. */
 static bool close_enough(const char *word, size_t d)
 {
@@ -128,11 +105,11 @@ static const struct config_key *suggest_key(const char *word, const char *sectio
             if (section_len(k->name) != strlen(section) ||
                 strncmp(k->name, section, strlen(section)) != 0)
                 continue;
-            d = levenshtein(word, short_name(k));
+            d = mp_edit_distance(word, short_name(k));
         } else {
-            d = levenshtein(word, k->name);
+            d = mp_edit_distance(word, k->name);
             if (bare) {
-                size_t ds = levenshtein(word, short_name(k));
+                size_t ds = mp_edit_distance(word, short_name(k));
                 if (ds < d) d = ds;
             }
         }
@@ -156,7 +133,7 @@ static bool suggest_section(const char *word, char *out, size_t size)
         if (n >= sizeof name) continue;
         memcpy(name, k->name, n);
         name[n] = '\0';
-        size_t d = levenshtein(word, name);
+        size_t d = mp_edit_distance(word, name);
         if (d < best_d) {
             best_d = d;
             best = k->name;

@@ -144,26 +144,6 @@ int sweep_table_col(const struct sweep_table *t, const char *name)
     return -1;
 }
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 63 || lb > 63) return (size_t)-1;
-    size_t row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < best) best = up + 1;
-            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-            row[j] = best;
-            diag = up;
-        }
-    }
-    return row[lb];
-}
-
 int sweep_table_need(const struct sweep_table *t, const char *name, const char *flag,
                      struct mp_error *err)
 {
@@ -181,7 +161,7 @@ int sweep_table_need(const struct sweep_table *t, const char *name, const char *
     size_t best_d = (size_t)-1;
     int best = -1;
     for (int i = 0; i < t->n_cols; i++) {
-        size_t d = edit_distance(name, t->col[i]);
+        size_t d = mp_edit_distance(name, t->col[i]);
         if (d < best_d) best_d = d, best = i;
     }
     if (best >= 0 && best_d <= 1 + strlen(name) / 4)
