@@ -440,7 +440,7 @@ const struct schedule_kind sched_zb_v = {
 
 const struct schedule_kind sched_zb_auto = {
     .name = "zb-auto",
-    .summary = "zero bubble, greedy search under parallel memory limit (default pp x M_B)",
+    .summary = "zero bubble, greedy search under training.memory_limit (default pp x M_B)",
     .check = check_zb_auto,
     .generate = gen_zb_auto,
 };
