@@ -77,7 +77,14 @@ static void grow(struct eventq *q, size_t need)
  * branch on it mispredicts half the time; this compiles to flag arithmetic. */
 static inline bool before(const struct eventq_node *a, const struct eventq_node *b)
 {
+#ifdef __SIZEOF_INT128__
+    /* (time, order) as one unsigned 128-bit key: a compare and a borrow. */
+    unsigned __int128 ka = (unsigned __int128)((uint64_t)a->time ^ ((uint64_t)1 << 63)) << 64 | a->order;
+    unsigned __int128 kb = (unsigned __int128)((uint64_t)b->time ^ ((uint64_t)1 << 63)) << 64 | b->order;
+    return ka < kb;
+#else
     return (a->time < b->time) | ((a->time == b->time) & (a->order < b->order));
+#endif
 }
 
 static inline void sift_up(struct eventq_node *h, size_t i, struct eventq_node node)
