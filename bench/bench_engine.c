@@ -1,9 +1,11 @@
 /* bench_engine.c — the event queue alone, in the hold model: pop the earliest
  * event, schedule one a random time later, so the queue stays at N pending.
  * Prints events/s at N = 1K and 1M, wall time and peak RSS.
- * Usage: bench_engine [DIVISOR] — run 1/DIVISOR of the events (for
+ * Usage: bench_engine [DIVISOR [PENDING]] — run 1/DIVISOR of the events (for
  * valgrind --tool=callgrind, whose instruction counts are repeatable where
- * wall time on a shared machine is not). */
+ * wall time on a shared machine is not); with PENDING, only that case. For
+ * the cost per event under valgrind, subtract a run with a huge DIVISOR
+ * (the fill alone). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -49,8 +51,11 @@ int main(int argc, char **argv)
      * random numbers are not what we time. */
     for (int i = 0; i < N_DELTA; i++)
         delta[i] = 1000 + (mp_time)(gsl_rng_uniform(rng) * gsl_rng_uniform(rng) * 1e9);
-    hold(1000, 20000000 / div, delta, N_DELTA);
-    hold(1000000, 5000000 / div, delta, N_DELTA);
+    long only = argc > 2 ? atol(argv[2]) : 0;
+    if (only <= 0 || only == 1000) hold(1000, 20000000 / div, delta, N_DELTA);
+    if (only <= 0 || only == 1000000) hold(1000000, 5000000 / div, delta, N_DELTA);
+    if (only > 0 && only != 1000 && only != 1000000)
+        hold((size_t)only, 5000000 / div, delta, N_DELTA);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     printf("engine peak RSS: %.1f MB\n", ru.ru_maxrss / 1024.0);

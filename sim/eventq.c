@@ -1,36 +1,31 @@
-/* eventq.c — d-ary heap with the payload in the node; see eventq.h.
+/* eventq.c — a radix heap on (time, priority, sequence), a sorted run and
+ * a small early heap; see eventq.h for why, with the measurements.
  *
- * Why this shape (measured with bench/bench_engine, hold model):
- *  - The payload lives in the heap node. The first version kept it in a
- *    handle slot and wrote slots[node.slot].pos on every heap move; at 1M
- *    pending that write lands on a random cache line per level and was most
- *    of the cost. The engine never cancels, so cancel may scan (O(n)).
- *  - Four children per node: half the levels of a binary heap, and the four
- *    children of a node sit next to each other (one or two cache lines), so
- *    a sift-down costs fewer misses though it compares more.
- *  - A pop leaves the root vacant ("hole") instead of moving the last node up
- *    at once. The usual caller (the engine, a hold loop) schedules the next
- *    event right after a pop; that event then drops into the hole and is
- *    sifted down once, instead of one sift-down for the pop and one sift-up
- *    for the push. Anything else first fills the hole the ordinary way.
- *  - Beside the heap, a sorted run: an event no earlier than the latest in
- *    the run is appended to it in O(1). Ops of equal duration started in
- *    time order (a ring collective's steps, a pipeline's steady state) end
- *    in that order, so most events never touch the heap. A pop takes the
- *    earlier of the run's head and the heap's root.
- * Pop order is fixed by the keys alone (time, prio, sequence are unique), so
- * none of this can change which event runs when. */
-/* madvise(MADV_HUGEPAGE) is not POSIX; ask for it before any header. */
-#define _DEFAULT_SOURCE
+ * Where an event goes when scheduled:
+ *  - no earlier than the run's last entry: appended to the run (O(1));
+ *  - else, no smaller than the radix base: into its bucket (O(1));
+ *  - else (below the base, which only happens when a lower priority or an
+ *    earlier time is scheduled after the base moved past it, e.g. serve.c's
+ *    prio-0 event at the time of a prio-1 arrival): the early heap, a binary
+ *    heap that stays tiny.
+ * A pop takes the earliest of the three heads; for the radix part, settle()
+ * first brings its minimum into bucket 0. Pop order is fixed by the keys
+ * alone ((time, prio, sequence) is unique), so none of this can change which
+ * event runs when. */
 #include "eventq.h"
 
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define SEQ_BITS 48
-#define ARITY EVENTQ_ARITY
+/* A drained bucket keeps its array up to this many entries; a bigger one is
+ * freed, else every bucket keeps the largest size it ever had (hold model at
+ * 1M pending: peak RSS 129 MB keeping all, 65 MB at 65536, 53 MB at 4096,
+ * with no measurable change in speed). */
+#ifndef EVENTQ_KEEP
+#define EVENTQ_KEEP 4096
+#endif
 
 void eventq_init(struct eventq *q)
 {
@@ -39,97 +34,101 @@ void eventq_init(struct eventq *q)
 
 void eventq_release(struct eventq *q)
 {
-    free(q->heap);
+    for (int b = 0; b < EVENTQ_BUCKETS; b++) free(q->bucket[b].a);
+    free(q->early);
     free(q->run);
     *q = (struct eventq){ 0 };
 }
 
-#define HUGE_PAGE ((size_t)2 << 20)
-
-/* Grow the heap array. Past a huge page it is allocated huge-page aligned and
- * the kernel asked to back it with huge pages: at 1M pending the heap is
- * 24 MB, and with 4 KiB pages every level of a sift below the cached top
- * costs a TLB miss on top of the cache miss. */
-static void grow(struct eventq *q, size_t need)
+/* Keys: time (sign bit flipped, so signed order is unsigned order) in `hi`,
+ * prio << 48 | sequence in `lo`; every key is unique. */
+static inline uint64_t key_hi(const struct eventq_node *a)
 {
-    if (need <= q->cap) return;
-    size_t cap = q->cap ? q->cap * 2 : 64;
-    while (cap < need) cap *= 2;
-    size_t bytes = cap * sizeof *q->heap;
-    struct eventq_node *h;
-    if (bytes >= HUGE_PAGE) {
-        bytes = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
-        h = aligned_alloc(HUGE_PAGE, bytes);
-#ifdef MADV_HUGEPAGE
-        if (h) madvise(h, bytes, MADV_HUGEPAGE); /* advice only: failure is harmless */
-#endif
-        if (!h) h = mp_xmalloc(bytes); /* exits when memory is out */
-        if (q->n) memcpy(h, q->heap, q->n * sizeof *q->heap);
-        free(q->heap);
-    } else {
-        h = mp_xrealloc(q->heap, bytes);
-    }
-    q->heap = h;
-    q->cap = cap;
+    return (uint64_t)a->time ^ ((uint64_t)1 << 63);
 }
 
-/* Bitwise, not short-circuit: the outcome is a coin toss in a heap, so a
- * branch on it mispredicts half the time; this compiles to flag arithmetic. */
+/* Bitwise, not short-circuit: in the early heap the outcome is a coin toss,
+ * so a branch on it mispredicts half the time. */
 static inline bool before(const struct eventq_node *a, const struct eventq_node *b)
 {
 #ifdef __SIZEOF_INT128__
-    /* (time, order) as one unsigned 128-bit key: a compare and a borrow. */
-    unsigned __int128 ka = (unsigned __int128)((uint64_t)a->time ^ ((uint64_t)1 << 63)) << 64 | a->order;
-    unsigned __int128 kb = (unsigned __int128)((uint64_t)b->time ^ ((uint64_t)1 << 63)) << 64 | b->order;
+    unsigned __int128 ka = (unsigned __int128)key_hi(a) << 64 | a->order;
+    unsigned __int128 kb = (unsigned __int128)key_hi(b) << 64 | b->order;
     return ka < kb;
 #else
     return (a->time < b->time) | ((a->time == b->time) & (a->order < b->order));
 #endif
 }
 
-static inline void sift_up(struct eventq_node *h, size_t i, struct eventq_node node)
+/* The bucket of a key no smaller than the base (last_hi, last_lo): 0 when
+ * equal; else, with d the highest DIGIT-bit digit in which they differ and
+ * v the key's value of that digit, 1 + (d << DIGIT) + v. Bucket order is
+ * key order: all keys in a lower bucket are smaller. */
+static inline int bucket_of(const struct eventq *q, const struct eventq_node *a)
 {
+    enum { D = EVENTQ_DIGIT, M = (1 << EVENTQ_DIGIT) - 1 };
+    uint64_t hi = key_hi(a), x = hi ^ q->last_hi;
+    if (x) {
+        int d = (63 - __builtin_clzll(x)) / D;
+        return 1 + ((64 / D + d) << D) + (int)((hi >> (d * D)) & M);
+    }
+    uint64_t y = a->order ^ q->last_lo;
+    if (y) {
+        int d = (63 - __builtin_clzll(y)) / D;
+        return 1 + (d << D) + (int)((a->order >> (d * D)) & M);
+    }
+    return 0;
+}
+
+static inline void bucket_push(struct eventq *q, int b, struct eventq_node node)
+{
+    struct eventq_bucket *k = &q->bucket[b];
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 16;
+        k->a = mp_xrealloc(k->a, k->cap * sizeof *k->a);
+    }
+    k->a[k->n++] = node;
+    q->mask[b >> 6] |= (uint64_t)1 << (b & 63);
+}
+
+/* ---- the early heap: keys below the radix base (rare; see eventq.h) ---- */
+
+static void early_push(struct eventq *q, struct eventq_node node)
+{
+    MP_GROW(q->early, q->early_cap, q->early_n + 1);
+    size_t i = q->early_n++;
     while (i > 0) {
-        size_t parent = (i - 1) / ARITY;
-        if (!before(&node, &h[parent])) break;
-        h[i] = h[parent];
+        size_t parent = (i - 1) / 2;
+        if (!before(&node, &q->early[parent])) break;
+        q->early[i] = q->early[parent];
         i = parent;
     }
-    h[i] = node;
+    q->early[i] = node;
 }
 
-static inline void sift_down(struct eventq_node *h, size_t n, size_t i, struct eventq_node node)
+static void early_remove(struct eventq *q, size_t i)
 {
+    struct eventq_node *h = q->early;
+    struct eventq_node node = h[--q->early_n];
+    size_t n = q->early_n;
+    if (i == n) return;
+    while (i > 0 && before(&node, &h[(i - 1) / 2])) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
     for (;;) {
-        size_t first = ARITY * i + 1;
-        if (first >= n) break;
-        size_t best = first;
-        if (ARITY == 4 && first + 4 <= n) {
-            /* A full family: a two-round tournament without branches. */
-            size_t a = first + before(&h[first + 1], &h[first]);
-            size_t b = first + 2 + before(&h[first + 3], &h[first + 2]);
-            best = before(&h[b], &h[a]) ? b : a;
-        } else {
-            size_t end = first + ARITY < n ? first + ARITY : n;
-            for (size_t c = first + 1; c < end; c++)
-                if (before(&h[c], &h[best])) best = c;
-        }
-        if (!before(&h[best], &node)) break;
-        h[i] = h[best];
-        i = best;
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && before(&h[c + 1], &h[c])) c++;
+        if (!before(&h[c], &node)) break;
+        h[i] = h[c];
+        i = c;
     }
     h[i] = node;
 }
 
-/* Complete a pop that left the root vacant: the last node fills it. */
-static inline void fill_hole(struct eventq *q)
-{
-    q->hole = false;
-    struct eventq_node last = q->heap[--q->n];
-    if (q->n > 0) sift_down(q->heap, q->n, 0, last);
-}
+/* ---- the sorted run: a ring buffer (capacity a power of two) ---- */
 
-/* Append to the sorted run (a ring buffer, capacity a power of two). */
 static void run_push(struct eventq *q, struct eventq_node node)
 {
     if (q->run_n == q->run_cap) {
@@ -157,36 +156,69 @@ uint32_t eventq_schedule(struct eventq *q, mp_time time, int prio, int64_t data)
     struct eventq_node node = {
         .time = time, .order = ((uint64_t)prio << SEQ_BITS) | seq, .data = data,
     };
-    /* No earlier than everything in the run: append, O(1). In a simulation
-     * most events are; a ring of transfers of one size schedules nothing
-     * else. */
     if (q->run_n == 0 || !before(&node, run_tail(q))) {
+        /* No earlier than everything in the run: append, O(1). A ring of
+         * transfers of one size schedules nothing else. */
         run_push(q, node);
-    } else if (q->hole) {
-        q->hole = false;
-        sift_down(q->heap, q->n, 0, node);
     } else {
-        grow(q, q->n + 1);
+        uint64_t hi = key_hi(&node);
+        if (hi > q->last_hi || (hi == q->last_hi && node.order >= q->last_lo))
+            bucket_push(q, bucket_of(q, &node), node);
+        else
+            early_push(q, node);
         q->n++;
-        sift_up(q->heap, q->n - 1, node);
     }
     return (uint32_t)seq;
 }
 
+/* Make bucket 0 hold the radix part's smallest key (the radix part must not
+ * be empty): the lowest non-empty bucket's minimum becomes the base and the
+ * bucket is spread over the buckets below it. Every key moves to a strictly
+ * lower bucket each time, at most 128 times in all and in practice a few. */
+static void settle(struct eventq *q)
+{
+    if (q->bucket[0].n) return;
+    int b = 0;
+    for (int w = 0; w < EVENTQ_MASK_WORDS; w++)
+        if (q->mask[w]) {
+            b = 64 * w + __builtin_ctzll(q->mask[w]);
+            break;
+        }
+    struct eventq_bucket *k = &q->bucket[b];
+    size_t m = 0;
+    for (size_t i = 1; i < k->n; i++)
+        if (before(&k->a[i], &k->a[m])) m = i;
+    q->last_hi = key_hi(&k->a[m]);
+    q->last_lo = k->a[m].order;
+    size_t n = k->n;
+    k->n = 0;
+    q->mask[b >> 6] &= ~((uint64_t)1 << (b & 63));
+    for (size_t i = 0; i < n; i++) bucket_push(q, bucket_of(q, &k->a[i]), k->a[i]);
+    if (k->cap > EVENTQ_KEEP) {
+        free(k->a);
+        k->a = NULL;
+        k->cap = 0;
+    }
+}
+
 bool eventq_cancel(struct eventq *q, uint32_t handle)
 {
-    if (q->hole) fill_hole(q);
-    /* A linear scan: the engine never cancels, and keeping a position per
-     * event up to date costs a random write on every heap move. */
-    for (size_t i = 0; i < q->n; i++) {
-        if ((uint32_t)q->heap[i].order != handle) continue;
-        struct eventq_node last = q->heap[--q->n];
-        if (i == q->n) return true;
-        if (i > 0 && before(&last, &q->heap[(i - 1) / ARITY]))
-            sift_up(q->heap, i, last);
-        else
-            sift_down(q->heap, q->n, i, last);
+    /* A linear scan: the engine never cancels. */
+    for (size_t i = 0; i < q->early_n; i++) {
+        if ((uint32_t)q->early[i].order != handle) continue;
+        early_remove(q, i);
+        q->n--;
         return true;
+    }
+    for (int b = 0; b < EVENTQ_BUCKETS; b++) {
+        struct eventq_bucket *k = &q->bucket[b];
+        for (size_t i = 0; i < k->n; i++) {
+            if ((uint32_t)k->a[i].order != handle) continue;
+            k->a[i] = k->a[--k->n]; /* buckets are unordered */
+            if (k->n == 0) q->mask[b >> 6] &= ~((uint64_t)1 << (b & 63));
+            q->n--;
+            return true;
+        }
     }
     size_t mask = q->run_cap - 1;
     for (size_t k = 0; k < q->run_n; k++) {
@@ -201,24 +233,39 @@ bool eventq_cancel(struct eventq *q, uint32_t handle)
 
 bool eventq_pop(struct eventq *q, struct eventq_event *out)
 {
-    if (q->hole) fill_hole(q);
-    const struct eventq_node *top;
-    if (q->run_n > 0 && (q->n == 0 || before(&q->run[q->run_head], &q->heap[0]))) {
-        top = &q->run[q->run_head];
-        q->run_head = (q->run_head + 1) & (q->run_cap - 1);
-        q->run_n--;
-    } else if (q->n > 0) {
-        top = &q->heap[0];
-        q->hole = true;
-    } else {
-        return false;
+    /* The earliest of three: the run's head, the radix minimum, the early
+     * heap's root. */
+    const struct eventq_node *top = NULL;
+    int from = 0;
+    if (q->n > q->early_n) {
+        settle(q);
+        top = &q->bucket[0].a[0];
+        from = 1;
     }
-    /* `top` stays readable: a vacated run entry or the vacant root is only
-     * overwritten by the next schedule. */
+    if (q->early_n && (!top || before(&q->early[0], top))) {
+        top = &q->early[0];
+        from = 2;
+    }
+    if (q->run_n && (!top || before(&q->run[q->run_head], top))) {
+        top = &q->run[q->run_head];
+        from = 3;
+    }
+    if (!top) return false;
     out->time = top->time;
     out->prio = (int)(top->order >> SEQ_BITS);
     out->data = top->data;
     out->handle = (uint32_t)top->order;
+    if (from == 1) {
+        q->bucket[0].n = 0;
+        q->mask[0] &= ~(uint64_t)1;
+        q->n--;
+    } else if (from == 2) {
+        early_remove(q, 0);
+        q->n--;
+    } else {
+        q->run_head = (q->run_head + 1) & (q->run_cap - 1);
+        q->run_n--;
+    }
     q->popped++;
     return true;
 }

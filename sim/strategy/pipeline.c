@@ -9,27 +9,31 @@
 enum { PASS_F, PASS_B, PASS_W, N_PASSES };
 
 /* Op ids of every pass of every (microbatch, stage), and of the transfer that
- * carries its output to the neighbouring stage (-1 when none). */
+ * carries its output to the neighbouring stage (-1 when none). Stage-major:
+ * a device walks its stage's microbatches in order, so its lookups are
+ * sequential; microbatch-major, each lookup was a new cache line, and with
+ * 2x the microbatches the tables outgrew the cache (callgrind, 1T GPT:
+ * pipeline_build's last-level misses grew 3.8x for 2x the microbatches). */
 struct op_index {
-    int stages;
-    int *pass;   /* [(mb*stages + s)*N_PASSES + pass]: op whose end is the pass's output */
+    int mbs;
+    int *pass;   /* [(s*mbs + mb)*N_PASSES + pass]: op whose end is the pass's output */
     int *first;  /* same index: the pass's first op (dependencies land on it) */
-    int *send;   /* [(mb*stages + s)*2 + (0 fwd, 1 bwd)] */
+    int *send;   /* [(s*mbs + mb)*2 + (0 fwd, 1 bwd)] */
 };
 
 static int *at_first(struct op_index *ix, int mb, int s, int pass)
 {
-    return &ix->first[((size_t)mb * ix->stages + s) * N_PASSES + pass];
+    return &ix->first[((size_t)s * ix->mbs + mb) * N_PASSES + pass];
 }
 
 static int *at_pass(struct op_index *ix, int mb, int s, int pass)
 {
-    return &ix->pass[((size_t)mb * ix->stages + s) * N_PASSES + pass];
+    return &ix->pass[((size_t)s * ix->mbs + mb) * N_PASSES + pass];
 }
 
 static int *at_send(struct op_index *ix, int mb, int s, int dir)
 {
-    return &ix->send[((size_t)mb * ix->stages + s) * 2 + dir];
+    return &ix->send[((size_t)s * ix->mbs + mb) * 2 + dir];
 }
 
 static enum op_tag tag_of(int kind)
@@ -362,7 +366,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
 {
     const struct pipe_program *prog = pl->prog;
     int S = prog->stages, M = prog->microbatches;
-    struct op_index ix = { .stages = S };
+    struct op_index ix = { .mbs = M };
     size_t cells = (size_t)M * S;
     ix.pass = mp_xmalloc(cells * N_PASSES * sizeof *ix.pass);
     ix.first = mp_xmalloc(cells * N_PASSES * sizeof *ix.first);
