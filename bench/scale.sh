@@ -22,7 +22,7 @@ echo "== DeepSeek-V3 training step, 2048 H800s, PP16 DualPipe, EP64, ZeRO-1 (tar
 "$dir/bench_step" scenarios/deepseek-v3-2048xh800.ini
 
 echo "== serving: 59 Cerebras wafers, kimi-k3 (target: 100,000 requests <= 2 s; see bench/README.md)"
-for n in 500 2000; do
+for n in 500 2000 10000 100000; do
     printf '%6d requests: ' "$n"
     "$mpsim" run scenarios/kimi-k3-wafers.ini --set inference.requests=$n --json |
         tr -d '\t' | tr ',' '\n' | awk -F: '/"events"/ { e = $2 } /"sim_wall_s"/ { w = $2 }

@@ -34,6 +34,7 @@ int chip_catalog_load(struct chip_catalog *cat, const char *path, struct mp_erro
 /* Load <data dir>/hardware/chips.csv. */
 int chip_catalog_load_default(struct chip_catalog *cat, struct mp_error *err);
 
+/* Free the catalogue's rows; it is then empty (releasing it again is safe). */
 void chip_catalog_release(struct chip_catalog *cat);
 
 /* The row named `name`, or NULL. */

@@ -32,7 +32,9 @@ static bool number(const char *s, double *out)
     return true;
 }
 
-int efficiency_load(struct efficiency *e, const char *path, const char *chip, struct mp_error *err)
+/* Read the rows for `chip` (or `*`) from `path`. MP_ERR_INPUT names file and line. */
+static int efficiency_load(struct efficiency *e, const char *path, const char *chip,
+                           struct mp_error *err)
 {
     memset(e, 0, sizeof *e);
     FILE *f = fopen(path, "r");
@@ -88,7 +90,8 @@ int efficiency_load_default(struct efficiency *e, const char *chip, struct mp_er
     return efficiency_load(e, path, chip, err);
 }
 
-double efficiency_gemm(const struct efficiency *e, double size)
+/* Share of compute_eff a GEMM of `size` FLOPs reaches (1 with no rows). */
+static double efficiency_gemm(const struct efficiency *e, double size)
 {
     if (e->n_gemm == 0 || size <= 0) return 1;
     if (size <= e->gemm_size[0]) return e->gemm_share[0];

@@ -24,14 +24,8 @@ struct efficiency {
     double elementwise;   /* bytes moved per activation byte */
 };
 
-/* Read the rows for `chip` (or `*`) from `path`. MP_ERR_INPUT names file and line. */
-int efficiency_load(struct efficiency *e, const char *path, const char *chip, struct mp_error *err);
-
 /* <data dir>/hardware/efficiency.csv. */
 int efficiency_load_default(struct efficiency *e, const char *chip, struct mp_error *err);
-
-/* Share of compute_eff a GEMM of `size` FLOPs reaches (1 with no rows). */
-double efficiency_gemm(const struct efficiency *e, double size);
 
 /* Time of an op in ps (see above). `elem_bytes` are activation bytes the
  * op's memory-bound kernels touch (before the elementwise factor). */

@@ -633,7 +633,8 @@ static void emit(int *out, int max, int *n, int link)
     (*n)++;
 }
 
-int system_torus_coord(const struct system *sys, int chip, int dim)
+/* Torus coordinate of a chip's local index along `dim` (x fastest). */
+static int system_torus_coord(const struct system *sys, int chip, int dim)
 {
     assert(dim >= 0 && dim < SYSTEM_MAX_DIMS);
     int l = chip % sys->chips_per_node;

@@ -72,6 +72,7 @@ struct system {
 int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
                 const struct chip_catalog *cat, struct mp_error *err);
 
+/* Free the links and routing tables; the system is then empty. */
 void system_release(struct system *sys);
 
 /* Node of a chip. */
@@ -92,9 +93,6 @@ int system_route(const struct system *sys, int src, int dst, int *out, int max);
  * Returns the route's length. */
 int system_route_buf(const struct system *sys, int src, int dst, int *stack, int max,
                      int **links);
-
-/* Torus coordinate of a chip's local index along `dim` (x fastest). */
-int system_torus_coord(const struct system *sys, int chip, int dim);
 
 /* Time to move `bytes` along a route with nothing else on it: the sum of the
  * links' latencies plus bytes over the slowest link's bandwidth. */

@@ -67,6 +67,7 @@ int model_load(struct model *m, const char *path, struct mp_error *err);
 int model_load_json(struct model *m, const char *json, const char *origin,
                     struct mp_error *err);
 
+/* Free the layers; the model is then empty (releasing it again is safe). */
 void model_release(struct model *m);
 
 /* Total parameters (embedding and head counted once when tied). */
@@ -112,6 +113,8 @@ struct layer_cost {
     double params;      /* parameters on one chip of the TP group */
 };
 
+/* The cost of model->layer[layer] (0 the embedding, 1..decoders, decoders + 1
+ * the LM head) for one microbatch under `cp`, on one chip of the TP group. */
 void model_layer_cost(const struct model *m, int layer, const struct cost_params *cp,
                       struct layer_cost *out);
 

@@ -20,6 +20,18 @@ int cli_usage_error(const char *fmt, const char *arg)
     return MP_ERR_INPUT;
 }
 
+int cli_load_scenario(struct config *cfg, const char *path, int argc, char **argv,
+                      struct mp_error *err)
+{
+    config_defaults(cfg);
+    int rc = config_load(cfg, path, err);
+    /* --set is applied after the file, wherever it stood on the line: the
+     * command line overrides the scenario. */
+    for (int i = 0; i + 1 < argc && !rc; i++)
+        if (!strcmp(argv[i], "--set")) rc = config_set(cfg, argv[++i], "--set", err);
+    return rc;
+}
+
 void cli_print_keys(FILE *f)
 {
     struct config def;
@@ -38,9 +50,8 @@ void cli_print_keys(FILE *f)
     }
 }
 
-/* Write one output through a temporary file. */
 int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),
-                        const struct sim *s, struct mp_error *err)
+                     const struct sim *s, struct mp_error *err)
 {
     struct outfile out;
     int rc = outfile_open(&out, path, err);

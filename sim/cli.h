@@ -10,13 +10,13 @@
 #include "common.h"
 #include "sim.h"
 
-int cli_run(int argc, char **argv);
-int cli_list(int argc, char **argv);
-int cli_collective(int argc, char **argv); /* cli_collective.c */
-int cli_sweep(int argc, char **argv);
-int cli_search(int argc, char **argv);
-int cli_plot(int argc, char **argv);
-int cli_plan(int argc, char **argv);   /* cli_plan.c: layers onto chips by memory */
+int cli_run(int argc, char **argv);        /* cli_run.c: one scenario, one step */
+int cli_list(int argc, char **argv);       /* cli_list.c: models, chips, keys, ... */
+int cli_collective(int argc, char **argv); /* cli_collective.c: one collective's time */
+int cli_sweep(int argc, char **argv);      /* cli_sweep.c: a grid, one CSV row a point */
+int cli_search(int argc, char **argv);     /* cli_search.c: the best layouts for N chips */
+int cli_plot(int argc, char **argv);       /* cli_plot.c: a sweep CSV as a chart */
+int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by memory */
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
@@ -28,6 +28,14 @@ int cli_fail(const struct mp_error *err);
 
 /* Print a usage error (printf-style with one string argument) and return 2. */
 int cli_usage_error(const char *fmt, const char *arg);
+
+/* Load the scenario at `path` over the defaults, then apply each
+ * `--set section.key=value` of a subcommand's arguments in order. The
+ * subcommand's parser has already checked that every --set it took has a
+ * value; a trailing "--set" here is another option's value (`--out --set`)
+ * and is left alone. */
+int cli_load_scenario(struct config *cfg, const char *path, int argc, char **argv,
+                      struct mp_error *err);
 
 /* Print every scenario key with its default and one-line doc. */
 void cli_print_keys(FILE *f);

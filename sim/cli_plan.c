@@ -42,11 +42,7 @@ int cli_plan(int argc, char **argv)
     if (!scenario)
         return cli_usage_error("%s", "plan: which scenario? usage: mpsim plan SCENARIO.ini");
     struct config cfg;
-    config_defaults(&cfg);
-    if (config_load(&cfg, scenario, &err)) return cli_fail(&err);
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--set") && config_set(&cfg, argv[i + 1], "--set", &err))
-            return cli_fail(&err);
+    if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
     struct plan_run r;
     int rc = plan_run(&r, &cfg, &err);
     if (rc) {

@@ -57,11 +57,7 @@ int cli_run(int argc, char **argv)
     if (!scenario) return cli_usage_error("%s", "run: which scenario? usage: mpsim run SCENARIO.ini");
 
     struct config cfg;
-    config_defaults(&cfg);
-    if (config_load(&cfg, scenario, &err)) return cli_fail(&err);
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--set") && config_set(&cfg, argv[i + 1], "--set", &err))
-            return cli_fail(&err);
+    if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
     /* An [inference] section (or any inference.* key) asks for serving. */
     if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace);
 

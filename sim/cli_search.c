@@ -78,11 +78,7 @@ int cli_search(int argc, char **argv)
                                      "--chips N");
     if (!opt.chips) return cli_usage_error("%s", "search: --chips N is required");
     struct config base;
-    config_defaults(&base);
-    if (config_load(&base, scenario, &err)) return cli_fail(&err);
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--set") && config_set(&base, argv[i + 1], "--set", &err))
-            return cli_fail(&err);
+    if (cli_load_scenario(&base, scenario, argc, argv, &err)) return cli_fail(&err);
     struct search_result res;
     if (search_run(&base, &opt, &res, &err)) return cli_fail(&err);
     search_print(stdout, &res, &opt, top);

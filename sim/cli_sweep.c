@@ -53,10 +53,16 @@ static const char sweep_usage_text[] =
     "exit status: 0 done (infeasible points are rows, not failures); 2 bad input,\n"
     "before any point runs.\n";
 
-static int need_value(int argc, char **argv, int i)
+/* The options that take the next argument as their value: the first pass
+ * checks them, and the later passes over argv (--vary, --set) step over
+ * their values with the same list. */
+static bool takes_value(const char *a)
 {
-    if (i + 1 >= argc) return cli_usage_error("sweep: %s needs a value", argv[i]);
-    return MP_OK;
+    static const char *const valued[] = { "--vary", "--set", "--out", "--jobs", "--tokens",
+                                          "--best", "--top", "--pareto", NULL };
+    for (const char *const *v = valued; *v; v++)
+        if (!strcmp(a, *v)) return true;
+    return false;
 }
 
 /* A --pareto or --best column must be a metric or a varied key. */
@@ -89,10 +95,8 @@ static int sweep_main(int argc, char **argv, int rank)
             opt.resume = true;
         } else if (!strcmp(a, "--quiet")) {
             quiet = true;
-        } else if (!strcmp(a, "--vary") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
-                   !strcmp(a, "--jobs") || !strcmp(a, "--tokens") || !strcmp(a, "--best") ||
-                   !strcmp(a, "--top") || !strcmp(a, "--pareto")) {
-            if (need_value(argc, argv, i)) return MP_ERR_INPUT;
+        } else if (takes_value(a)) {
+            if (i + 1 >= argc) return cli_usage_error("sweep: %s needs a value", a);
             const char *v = argv[++i];
             long long n;
             if (!strcmp(a, "--out")) opt.out = v;
@@ -126,34 +130,24 @@ static int sweep_main(int argc, char **argv, int rank)
     if (!opt.out) return cli_usage_error("%s", "sweep: --out OUT.csv is required");
 
     struct config base;
-    config_defaults(&base);
-    if (config_load(&base, scenario, &err)) return cli_fail(&err);
-    for (int i = 0; i < argc; i++)
-        if (!strcmp(argv[i], "--set") && config_set(&base, argv[i + 1], "--set", &err))
-            return cli_fail(&err);
+    if (cli_load_scenario(&base, scenario, argc, argv, &err)) return cli_fail(&err);
 
     struct sweep_grid g;
     sweep_grid_init(&g);
     int rc = MP_OK;
     for (int i = 0; i < argc && !rc; i++) {
-        if (strcmp(argv[i], "--vary")) {
-            if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--out") ||
-                !strcmp(argv[i], "--jobs") || !strcmp(argv[i], "--tokens") ||
-                !strcmp(argv[i], "--best") || !strcmp(argv[i], "--top") ||
-                !strcmp(argv[i], "--pareto"))
-                i++;
-            continue;
-        }
-        rc = sweep_grid_add(&g, &base, argv[++i], &err);
-        if (rc) rc = cli_fail(&err);
+        if (!takes_value(argv[i])) continue;
+        if (!strcmp(argv[i++], "--vary") && sweep_grid_add(&g, &base, argv[i], &err))
+            rc = cli_fail(&err);
     }
     if (!rc && g.n_axes == 0)
         rc = cli_usage_error("%s", "sweep: nothing varies; give at least one --vary "
                                    "section.key=v1,v2,...");
     /* --set of a varied key would be silently overridden by every point. */
     for (int i = 0; i < argc && !rc; i++) {
-        if (strcmp(argv[i], "--set")) continue;
-        const char *s = argv[++i];
+        if (!takes_value(argv[i])) continue;
+        if (strcmp(argv[i++], "--set")) continue;
+        const char *s = argv[i];
         size_t n = strcspn(s, "=");
         for (int a = 0; a < g.n_axes && !rc; a++)
             if (strlen(g.axis[a].key->name) == n && !strncmp(g.axis[a].key->name, s, n))

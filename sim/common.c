@@ -1,4 +1,4 @@
-/* common.c — error records, checked allocation and the data folder. */
+/* common.c — error records, checked allocation, the wall clock and the data folder. */
 #include "common.h"
 
 #include <ctype.h>
@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifndef MPSIM_DATADIR
 #define MPSIM_DATADIR "."
@@ -95,6 +96,13 @@ size_t mp_edit_distance(const char *a, const char *b)
         }
     }
     return row[lb];
+}
+
+double mp_wall_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 const char *mp_data_dir(void)

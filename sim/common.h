@@ -80,6 +80,10 @@ size_t mp_utf8_valid_prefix(const char *s, size_t n);
  * for did-you-mean suggestions; SIZE_MAX for names over 63 characters. */
 size_t mp_edit_distance(const char *a, const char *b);
 
+/* Seconds on the monotonic clock, for the wall-time figures people read
+ * (sim_wall_s, sweep and search progress); never for simulated time. */
+double mp_wall_seconds(void);
+
 /* The folder holding the project's presets (models/, hardware/, scenarios/):
  * $MPSIM_HOME if set, else the source tree the binary was built from. */
 const char *mp_data_dir(void);

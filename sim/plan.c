@@ -17,14 +17,17 @@ static void layer_cost(const struct model *m, int layer, const struct plan_param
     model_layer_cost(m, layer, &cp, lc);
 }
 
-double plan_layer_weights(const struct model *m, int layer, const struct plan_params *p)
+/* Weight bytes per chip, and reserve bytes per request at context_len, of
+ * one model layer. */
+static double plan_layer_weights(const struct model *m, int layer, const struct plan_params *p)
 {
     struct layer_cost lc;
     layer_cost(m, layer, p, &lc);
     return lc.params * p->weight_bits / 8.0;
 }
 
-double plan_layer_per_request(const struct model *m, int layer, const struct plan_params *p)
+static double plan_layer_per_request(const struct model *m, int layer,
+                                     const struct plan_params *p)
 {
     struct layer_cost lc;
     layer_cost(m, layer, p, &lc);
@@ -114,8 +117,10 @@ static int auto_concurrency(const struct model *m, const struct plan_params *p,
     return MP_OK;
 }
 
-int plan_place(struct plan *pl, const struct model *m, const struct plan_params *p,
-               struct mp_error *err)
+/* Greedy placement (plan.h). A layer whose weights alone exceed a chip, or a
+ * target that leaves a layer no room, is MP_ERR_INFEASIBLE with the numbers. */
+static int plan_place(struct plan *pl, const struct model *m, const struct plan_params *p,
+                      struct mp_error *err)
 {
     memset(pl, 0, sizeof *pl);
     pl->p = *p;
@@ -151,8 +156,14 @@ int plan_place(struct plan *pl, const struct model *m, const struct plan_params 
     return MP_OK;
 }
 
-int plan_even(struct plan *pl, const struct model *m, const struct plan_params *p,
-              int stages, struct mp_error *err)
+/* `stages` equal slices of the decoders, for serving with
+ * inference.placement = even: decoders / stages each, the remainder one each
+ * to stages 0, 1, ... (training's split, sim_stage_layers, starts it at
+ * stage 1), the embedding on the first and the head on the last.
+ * MP_ERR_INFEASIBLE when a slice's weights do not fit or leave no room for
+ * one request. */
+static int plan_even(struct plan *pl, const struct model *m, const struct plan_params *p,
+                     int stages, struct mp_error *err)
 {
     memset(pl, 0, sizeof *pl);
     pl->p = *p;
@@ -195,7 +206,7 @@ int plan_even(struct plan *pl, const struct model *m, const struct plan_params *
     return MP_OK;
 }
 
-void plan_release(struct plan *pl)
+static void plan_release(struct plan *pl)
 {
     free(pl->stage);
     memset(pl, 0, sizeof *pl);

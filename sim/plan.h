@@ -56,25 +56,6 @@ struct plan {
     struct plan_stage *stage; /* [stages] */
 };
 
-/* Weight bytes per chip, and reserve bytes per request at context_len, of
- * one model layer. */
-double plan_layer_weights(const struct model *m, int layer, const struct plan_params *p);
-double plan_layer_per_request(const struct model *m, int layer, const struct plan_params *p);
-
-/* Greedy placement (above). A layer whose weights alone exceed a chip, or a
- * target that leaves a layer no room, is MP_ERR_INFEASIBLE with the numbers. */
-int plan_place(struct plan *pl, const struct model *m, const struct plan_params *p,
-               struct mp_error *err);
-
-/* `stages` equal slices of the decoders (the training split: embedding on the
- * first, head on the last), for serving with inference.placement = even.
- * MP_ERR_INFEASIBLE when a slice's weights do not fit or leave no room for
- * one request. */
-int plan_even(struct plan *pl, const struct model *m, const struct plan_params *p,
-              int stages, struct mp_error *err);
-
-void plan_release(struct plan *pl);
-
 /* The smallest max_requests over stages holding full-attention layers (the
  * concurrency KV allows), INT_MAX when none does; `stage` gets its index. */
 int plan_kv_bound(const struct plan *pl, int *stage);

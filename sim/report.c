@@ -11,24 +11,6 @@
 
 #include "units.h"
 
-/* Exact decimal seconds from picoseconds ("0.033000000000"): the timeline
- * keeps every picosecond, so a reader can recompute the engine's sums. */
-static void fmt_seconds(char *buf, size_t size, mp_time t)
-{
-    const char *sign = t < 0 ? "-" : "";
-    uint64_t a = t < 0 ? (uint64_t)-t : (uint64_t)t;
-    snprintf(buf, size, "%s%" PRIu64 ".%012" PRIu64, sign, a / (uint64_t)1000000000000,
-             a % (uint64_t)1000000000000);
-}
-
-/* Exact microseconds from picoseconds, for the Chrome trace's ts and dur. */
-static void fmt_micros(char *buf, size_t size, mp_time t)
-{
-    const char *sign = t < 0 ? "-" : "";
-    uint64_t a = t < 0 ? (uint64_t)-t : (uint64_t)t;
-    snprintf(buf, size, "%s%" PRIu64 ".%06" PRIu64, sign, a / (uint64_t)1000000, a % (uint64_t)1000000);
-}
-
 /* A duration for people: 3 decimals in the largest unit below it. */
 static void fmt_time(char *buf, size_t size, mp_time t)
 {
@@ -366,7 +348,7 @@ void report_timeline_csv(FILE *f, const struct sim *s)
     fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
     snprintf(label, sizeof label, "schedule=%s", s->cfg.training.schedule);
     fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    fmt_seconds(a, sizeof a, r->step_time);
+    units_format_seconds_exact(r->step_time, a, sizeof a);
     snprintf(label, sizeof label, "step_time_s=%s", a);
     fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
     snprintf(label, sizeof label, "bubble=%.6f", r->bubble);
@@ -386,8 +368,8 @@ void report_timeline_csv(FILE *f, const struct sim *s)
         int ch = -1;
         if (o->stage >= 0 && o->mb >= 0 && o->mb < s->prog.microbatches)
             ch = chunk[s->prog.path_of_mb[o->mb] * s->prog.stages + o->stage];
-        fmt_seconds(a, sizeof a, e->start[i]);
-        fmt_seconds(b, sizeof b, e->end[i]);
+        units_format_seconds_exact(e->start[i], a, sizeof a);
+        units_format_seconds_exact(e->end[i], b, sizeof b);
         if (o->mb2 >= 0)
             snprintf(label, sizeof label, "%s mb %d + mb %d", tg_tag_name(o->tag), o->mb, o->mb2);
         else if (o->mb >= 0)
@@ -401,7 +383,7 @@ void report_timeline_csv(FILE *f, const struct sim *s)
     }
     for (int i = 0; i < e->n_mem_log; i++) {
         const struct mem_event *m = &e->mem_log[i];
-        fmt_seconds(a, sizeof a, m->time);
+        units_format_seconds_exact(m->time, a, sizeof a);
         fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,%s,%s,%.0f,%.0f,%s\n", m->chip,
                 stage_of_chip[m->chip], a, a, m->delta, m->in_use, tg_mem_cat_name(m->cat));
     }
@@ -438,8 +420,8 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     char ts[48], dur[48];
     for (int i = 0; i < g->n_ops; i++) {
         const struct op *o = &g->ops[i];
-        fmt_micros(ts, sizeof ts, e->start[i]);
-        fmt_micros(dur, sizeof dur, e->end[i] - e->start[i]);
+        units_format_micros_exact(e->start[i], ts, sizeof ts);
+        units_format_micros_exact(e->end[i] - e->start[i], dur, sizeof dur);
         char name[64];
         if (o->mb2 >= 0) snprintf(name, sizeof name, "%s%d+%d", tg_tag_name(o->tag), o->mb, o->mb2);
         else if (o->mb >= 0) snprintf(name, sizeof name, "%s%d", tg_tag_name(o->tag), o->mb);
@@ -453,7 +435,7 @@ void report_chrome_trace(FILE *f, const struct sim *s)
         if (o->tag == TAG_SEND && g->succ_off[i] < g->succ_off[i + 1]) {
             const struct op *to = &g->ops[g->succ[g->succ_off[i]]];
             char te[48];
-            fmt_micros(te, sizeof te, e->end[i]);
+            units_format_micros_exact(e->end[i], te, sizeof te);
             fprintf(f, "%s{\"name\":\"handoff\",\"cat\":\"send\",\"ph\":\"s\",\"id\":%d,"
                        "\"pid\":%d,\"tid\":%d,\"ts\":%s}", sep, i, o->chip, o->stream, ts);
             fprintf(f, "%s{\"name\":\"handoff\",\"cat\":\"send\",\"ph\":\"f\",\"bp\":\"e\","
@@ -470,7 +452,7 @@ void report_chrome_trace(FILE *f, const struct sim *s)
         const struct mem_event *m = &e->mem_log[i];
         double *lv = &level[(size_t)m->chip * N_MEM_CATS];
         lv[m->cat] += m->delta;
-        fmt_micros(ts, sizeof ts, m->time);
+        units_format_micros_exact(m->time, ts, sizeof ts);
         fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,\"args\":{",
                 sep, m->chip, ts);
         for (int c = 0; c < N_MEM_CATS; c++)

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <gsl/gsl_errno.h>
@@ -28,13 +27,6 @@
 #define OPTIMIZER_BYTES 12.0
 
 #define DEFAULT_SCHEDULES "1f1b,interleaved,zb-h1,zb-h2,gpipe"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the memory bound ---------------------------------------------------- */
 
@@ -68,18 +60,6 @@ static double static_bytes(const struct config *cfg, double params)
     return w + g + o;
 }
 
-/* sim.c's split of `n` decoders over `stages`: n / stages each, the
- * remainder one each to the stages after the first (which also holds the
- * embedding). Layer indices: 0 embedding, 1..n decoders, n + 1 head. */
-static void stage_layers(int n, int stages, int s, int *lo, int *hi)
-{
-    int base = n / stages, rem = n % stages;
-    int first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
-    int count = stages == 1 ? n : base + (s >= 1 && s - 1 < rem ? 1 : 0);
-    *lo = s == 0 ? 0 : 1 + first;
-    *hi = s == stages - 1 ? n + 1 : first + count;
-}
-
 /* Two lower bounds of the busiest chip's peak, the larger wins:
  *  - the average chip: every parameter and every stashed activation lives
  *    on some pipeline device, so max ≥ mean = total / pp (plus, for GPipe,
@@ -101,7 +81,7 @@ static double memory_bound(const struct model *m, const struct config *cfg)
     if ((!gpipe && !ofob) || cfg->parallel.vpp != 1) return best;
     for (int d = 0; d < pp; d++) {
         int lo, hi;
-        stage_layers(m->decoders, pp, d, &lo, &hi);
+        sim_stage_layers(m->decoders, pp, d, &lo, &hi);
         layer_sums(m, cfg, lo, hi, &params, &act);
         int k = gpipe ? mb : (pp - d < mb ? pp - d : mb);
         double need = static_bytes(cfg, params) + k * act;
@@ -365,7 +345,7 @@ static void *search_worker(void *arg)
         int dec = (int)(10LL * p->done / p->in->n);
         if (p->progress && dec > p->decile) {
             p->decile = dec;
-            double el = now_s() - p->t0;
+            double el = mp_wall_seconds() - p->t0;
             fprintf(p->progress, "search: %3d%%  %d/%d simulated, %.0f/s\n", dec * 10, p->done,
                     p->in->n, el > 0 ? p->done / el : 0);
             fflush(p->progress);
@@ -391,7 +371,7 @@ int search_run(const struct config *base, const struct search_options *opt,
                struct search_result *res, struct mp_error *err)
 {
     memset(res, 0, sizeof *res);
-    double t0 = now_s();
+    double t0 = mp_wall_seconds();
     gsl_set_error_handler_off();
     const char *metric = opt->metric ? opt->metric : "tokens_per_s";
     if (strcmp(metric, "tokens_per_s") && strcmp(metric, "step_time_s") && strcmp(metric, "mfu") &&
@@ -496,7 +476,7 @@ int search_run(const struct config *base, const struct search_options *opt,
     hit_sense = sweep_metric_sense(metric);
     for (int i = 0; i < res->n_hits; i++) res->hit[i].order = i;
     qsort(res->hit, (size_t)res->n_hits, sizeof *res->hit, hit_cmp);
-    res->wall_s = now_s() - t0;
+    res->wall_s = mp_wall_seconds() - t0;
     return MP_OK;
 fail_out:
     if (out) {

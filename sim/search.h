@@ -80,6 +80,7 @@ struct search_result {
 int search_run(const struct config *base, const struct search_options *opt,
                struct search_result *res, struct mp_error *err);
 
+/* Free the ranked layouts; call after every search_run, failed or not. */
 void search_result_release(struct search_result *res);
 
 /* The lower bound of peak memory per chip that pruning uses, for `cfg`

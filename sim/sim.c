@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "collective.h"
 #include "data_parallel.h"
@@ -22,23 +21,14 @@
 #define OPTIMIZER_TRAFFIC_PER_PARAM 32.0
 #define OPTIMIZER_FLOPS_PER_PARAM 12.0
 
-static double now_seconds(void)
+void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* Split `n` layers over `stages` as evenly as possible: each stage gets
- * n / stages, and the remainder goes one each to the stages after the first
- * (the first already holds the embedding). */
-static void split_layers(int n, int stages, int s, int *first, int *count)
-{
-    int base = n / stages, rem = n % stages;
-    int start = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
-    *count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
-    if (stages == 1) *count = n;
-    *first = start;
+    int base = decoders / stages, rem = decoders % stages;
+    /* 0-based decoders before stage s, and how many it holds */
+    int first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
+    int count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    *lo = s == 0 ? 0 : 1 + first;
+    *hi = s == stages - 1 ? decoders + 1 : first + count;
 }
 
 /* Compute time of one op on the simulated chip: the roofline of chip.h
@@ -67,12 +57,8 @@ static void price_transformer(struct sim *s)
     int S = s->prog.stages, L = s->model.decoders;
     struct cost_params cp = sim_cost_params(s);
     for (int st = 0; st < S; st++) {
-        int first, count;
-        split_layers(L, S, st, &first, &count);
-        /* layer indices in model->layer: 0 embedding, 1..L decoders, L+1 head */
-        int lo = 1 + first, hi = first + count;
-        if (st == 0) lo = 0;
-        if (st == S - 1) hi = L + 1;
+        int lo, hi;
+        sim_stage_layers(L, S, st, &lo, &hi);
         struct stage_cost *c = &s->stage_cost[st];
         memset(c, 0, sizeof *c);
         c->layer_first = lo;
@@ -665,7 +651,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->res.feasible = true;
-    double t0 = now_seconds();
+    double t0 = mp_wall_seconds();
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
     if ((rc = load_inputs(s, err))) return rc;
@@ -739,7 +725,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     fold_metrics(s);
     cost_compute(&s->res.cost, &s->sys.chip, s->res.n_chips, mp_seconds(s->res.step_time),
                  (double)cfg->training.global_batch * cfg->model.seq_len, opts->token_budget);
-    s->res.sim_wall_s = now_seconds() - t0;
+    s->res.sim_wall_s = mp_wall_seconds() - t0;
     return check_memory(s, err);
 }
 

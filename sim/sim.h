@@ -107,6 +107,14 @@ struct sim_options {
 int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
             struct mp_error *err);
 
+/* Free everything sim_run built, whatever it returned. */
 void sim_release(struct sim *s);
+
+/* The layers pipeline stage `s` of `stages` holds, as indices into
+ * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head):
+ * every stage gets decoders / stages, the remainder goes one each to stages
+ * 1, 2, ... (stage 0 already holds the embedding) and the last stage holds
+ * the head. search.c's memory bound uses the same split as the run. */
+void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi);
 
 #endif

@@ -18,14 +18,12 @@
 
 #include <errno.h>
 #include <stdarg.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <csv.h>
@@ -265,7 +263,8 @@ int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *
     return MP_OK;
 }
 
-void sweep_grid_point(const struct sweep_grid *g, long long index, int *which)
+/* Which value of each axis point `index` takes (which[n_axes]). */
+static void sweep_grid_point(const struct sweep_grid *g, long long index, int *which)
 {
     for (int a = g->n_axes - 1; a >= 0; a--) {
         which[a] = (int)(index % g->axis[a].n);
@@ -420,10 +419,9 @@ static void sb_metrics(struct sbuf *b, const struct sim_result *r, bool ran, int
         return;
     }
     const struct cost *c = &r->cost;
-    uint64_t ps = (uint64_t)r->step_time;
-    /* Step time exactly, as the engine's integer picoseconds allow. */
-    sb_add(b, "%" PRIu64 ".%012" PRIu64 ",%.10g,%.6g,%.6g,%.0f,%.6g,%d,", ps / 1000000000000u,
-           ps % 1000000000000u, r->tokens_per_s, r->mfu, r->bubble,
+    char step[32]; /* exactly, as the engine's integer picoseconds allow */
+    units_format_seconds_exact(r->step_time, step, sizeof step);
+    sb_add(b, "%s,%.10g,%.6g,%.6g,%.0f,%.6g,%d,", step, r->tokens_per_s, r->mfu, r->bubble,
            result_metric(r, "peak_mem_bytes"), result_metric(r, "exposed_comm_s"), r->n_chips);
     if (c->basis != COST_UNKNOWN) sb_add(b, "%.6g,%.6g,", c->usd_per_step, c->usd_per_mtok);
     else sb_add(b, ",,");
@@ -476,9 +474,10 @@ static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
         cost_compute(&c, &sv->pr.chip, sv->stages, mp_seconds(sv->res.makespan),
                      sv->res.output_tokens, 0);
         const struct serve_result *r = &sv->res;
-        uint64_t ps = (uint64_t)r->makespan;
-        sb_add(b, "%" PRIu64 ".%012" PRIu64 ",%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%.10g,%d,%.6g,%d,",
-               ps / 1000000000000u, ps % 1000000000000u, r->tokens_per_s, r->ttft[0],
+        char span[32];
+        units_format_seconds_exact(r->makespan, span, sizeof span);
+        sb_add(b, "%s,%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%.10g,%d,%.6g,%d,", span,
+               r->tokens_per_s, r->ttft[0],
                r->ttft[2], r->tpot[0], r->tpot[2], r->e2e[0], r->completed, r->requests_per_s,
                r->max_inflight, r->kv_peak_fraction, sv->stages);
         if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_mtok);
@@ -640,13 +639,6 @@ struct progress {
     long long total, resumed;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void fmt_eta(char *buf, size_t size, double s)
 {
     if (!isfinite(s) || s < 0) snprintf(buf, size, "?");
@@ -659,7 +651,7 @@ static void progress_draw(struct progress *p, const struct sweep_grid *g, const 
                           long long done, bool final)
 {
     if (!p->f) return;
-    double now = now_s();
+    double now = mp_wall_seconds();
     int decile = p->total ? (int)(done * 10 / p->total) : 10;
     if (p->tty ? (!final && now - p->last_draw < 0.1) : decile <= p->decile) return;
     p->last_draw = now;
@@ -872,7 +864,7 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     if (!stats) stats = &none;
     memset(stats, 0, sizeof *stats);
     stats->points = g->n_points;
-    double t0 = now_s();
+    double t0 = mp_wall_seconds();
     gsl_set_error_handler_off(); /* global in GSL: once, before any thread */
     int me = sweep_mpi_rank(), ranks = sweep_mpi_size();
 
@@ -952,7 +944,7 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
         sweep_mpi_abort(rc);
     }
     if (me != 0) {
-        stats->wall_s = now_s() - t0;
+        stats->wall_s = mp_wall_seconds() - t0;
         return rc;
     }
 
@@ -965,6 +957,6 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     if (!rc && rename(partial, opt->out) != 0)
         rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, opt->out,
                      strerror(errno));
-    stats->wall_s = now_s() - t0;
+    stats->wall_s = mp_wall_seconds() - t0;
     return rc;
 }

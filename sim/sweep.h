@@ -64,6 +64,8 @@ struct sweep_grid {
     long long n_points;      /* product of the axes' sizes */
 };
 
+/* An empty grid (one point: the base scenario), and freeing its axes (the
+ * grid is then empty again). */
 void sweep_grid_init(struct sweep_grid *g);
 void sweep_grid_release(struct sweep_grid *g);
 
@@ -80,9 +82,6 @@ int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *
 int sweep_expand(const struct config_key *key, const char *list, char ***values, int *n,
                  struct mp_error *err);
 void sweep_values_free(char **values, int n);
-
-/* Which value of each axis point `index` takes (which[n_axes]). */
-void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
 
 /* `base` with point `index`'s values set. */
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,

@@ -15,8 +15,6 @@
 
 static bool started;
 
-bool sweep_mpi_built(void) { return true; }
-
 void sweep_mpi_init(void)
 {
     int provided;
@@ -107,7 +105,6 @@ void sweep_mpi_abort(int code)
 
 #else /* one process */
 
-bool sweep_mpi_built(void) { return false; }
 void sweep_mpi_init(void) {}
 void sweep_mpi_finalize(void) {}
 int sweep_mpi_rank(void) { return 0; }

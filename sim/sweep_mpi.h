@@ -19,9 +19,6 @@
 
 #include "common.h"
 
-/* Whether this build has MPI. */
-bool sweep_mpi_built(void);
-
 /* Join the MPI job (MPI_Init_thread, funneled); a process started without
  * mpirun/srun is a job of one. No-op without MPI. Pair with _finalize. */
 void sweep_mpi_init(void);

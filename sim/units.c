@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -353,4 +354,23 @@ void units_format_size(double bytes, char *buf, int size)
     char tmp[64];
     format_scaled(v, names[i], tmp, sizeof tmp);
     snprintf(buf, (size_t)size, "%s%s", bytes < 0 ? "-" : "", tmp);
+}
+
+/* Sign and magnitude apart: the magnitude of INT64_MIN needs the unsigned type. */
+static void format_exact(mp_time t, uint64_t per_unit, int digits, char *buf, int size)
+{
+    if (size <= 0) return;
+    uint64_t a = t < 0 ? (uint64_t)0 - (uint64_t)t : (uint64_t)t;
+    snprintf(buf, (size_t)size, "%s%" PRIu64 ".%0*" PRIu64, t < 0 ? "-" : "", a / per_unit,
+             digits, a % per_unit);
+}
+
+void units_format_seconds_exact(mp_time t, char *buf, int size)
+{
+    format_exact(t, (uint64_t)MP_PS_PER_S, 12, buf, size);
+}
+
+void units_format_micros_exact(mp_time t, char *buf, int size)
+{
+    format_exact(t, (uint64_t)MP_PS_PER_US, 6, buf, size);
 }

@@ -42,4 +42,11 @@ extern const char units_expect_bool[];
 void units_format_duration(mp_time t, char *buf, int size);
 void units_format_size(double bytes, char *buf, int size);
 
+/* Write a duration exactly, to the picosecond, as decimal seconds
+ * ("0.033000000000") or microseconds ("33000.000000"), with no rounding: the
+ * timeline CSV and the Chrome trace keep every picosecond, so a reader can
+ * recompute the engine's sums. */
+void units_format_seconds_exact(mp_time t, char *buf, int size);
+void units_format_micros_exact(mp_time t, char *buf, int size);
+
 #endif

@@ -226,6 +226,30 @@ END_TEST
  * Checkable facts: tokens/s = global batch × seq / step; MFU can never beat
  * the chip's GEMM efficiency (every op runs at most at peak × efficiency);
  * each stage holds its share of 18 bytes per parameter of Adam state. */
+/* DeepSeek-V3's 61 decoders on 16 stages: 3 each, the remainder 13 one each
+ * to stages 1..13; stage 0 adds the embedding (layer 0), stage 15 the head
+ * (layer 62). */
+START_TEST(stage_layers_61_over_16)
+{
+    int want[16][2] = { { 0, 3 } };
+    for (int s = 1; s < 16; s++) {
+        want[s][0] = want[s - 1][1] + 1;
+        want[s][1] = want[s][0] + (s <= 13 ? 4 : 3) - 1;
+    }
+    want[15][1] = 62;
+    for (int s = 0; s < 16; s++) {
+        int lo, hi;
+        sim_stage_layers(61, 16, s, &lo, &hi);
+        ck_assert_int_eq(lo, want[s][0]);
+        ck_assert_int_eq(hi, want[s][1]);
+    }
+    int lo, hi;
+    sim_stage_layers(61, 1, 0, &lo, &hi);
+    ck_assert_int_eq(lo, 0);
+    ck_assert_int_eq(hi, 62);
+}
+END_TEST
+
 START_TEST(llama3_8b_on_32_h100)
 {
     struct config cfg;
@@ -269,6 +293,7 @@ static Suite *sim_suite(void)
     tcase_add_test(tc, over_capacity_is_infeasible_with_breakdown);
     tcase_add_test(tc, two_runs_give_identical_bytes);
     tcase_add_test(tc, llama3_8b_on_32_h100);
+    tcase_add_test(tc, stage_layers_61_over_16);
     suite_add_tcase(s, tc);
     return s;
 }

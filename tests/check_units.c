@@ -268,6 +268,27 @@ START_TEST(format_size)
 }
 END_TEST
 
+/* Exact to the picosecond: 33 ms is 33e9 ps, 12 fraction digits of a second
+ * or 6 of a microsecond; 1 ps is the last digit of either. */
+START_TEST(format_exact)
+{
+    char buf[64];
+    units_format_seconds_exact(33 * MP_PS_PER_MS, buf, sizeof buf);
+    ck_assert_str_eq(buf, "0.033000000000");
+    units_format_seconds_exact(2 * MP_PS_PER_S + 1, buf, sizeof buf);
+    ck_assert_str_eq(buf, "2.000000000001");
+    units_format_seconds_exact(-1, buf, sizeof buf);
+    ck_assert_str_eq(buf, "-0.000000000001");
+    units_format_micros_exact(33 * MP_PS_PER_MS, buf, sizeof buf);
+    ck_assert_str_eq(buf, "33000.000000");
+    units_format_micros_exact(1500001, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1.500001");
+    /* -2^63 ps = -9223372.036854775808 s: no overflow taking its magnitude */
+    units_format_seconds_exact(INT64_MIN, buf, sizeof buf);
+    ck_assert_str_eq(buf, "-9223372.036854775808");
+}
+END_TEST
+
 START_TEST(expectations_name_examples)
 {
     /* Messages quote these, so each must show a form its parser accepts. */
@@ -305,6 +326,7 @@ Suite *units_suite(void)
     TCase *tf = tcase_create("format");
     tcase_add_test(tf, format_duration);
     tcase_add_test(tf, format_size);
+    tcase_add_test(tf, format_exact);
     suite_add_tcase(s, tf);
     return s;
 }

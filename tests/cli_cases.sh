@@ -50,6 +50,10 @@ expect 2 "which scenario" -- run
 expect 2 "unknown option '--frobnicate'" -- run scenarios/teach-bubbles.ini --frobnicate
 expect 2 "unknown command 'rnu'" -- rnu scenarios/teach-bubbles.ini
 expect 2 "--set needs a value" -- run scenarios/teach-bubbles.ini --set
+# "--set" as the last option's value is that value, not a --set with none
+# (this used to read past the end of argv and crash).
+expect 2 "--best: '--set' is not a column" -- sweep scenarios/teach-bubbles.ini --vary parallel.pp=2,4 --out "$T/out/s.csv" --best --set
+expect 2 "--metric '--set'" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --metric --set
 expect 2 "--set|parallel.pp" -- run scenarios/teach-bubbles.ini --set parallel.pp $O
 expect 2 "--set|parallel.ppp|did you mean 'parallel.pp'" -- run scenarios/teach-bubbles.ini --set parallel.ppp=2 $O
 expect 2 "list: unknown 'gadgets'" -- list gadgets

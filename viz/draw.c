@@ -86,7 +86,8 @@ void viz_draw_clip(struct viz_draw_list *dl, int x, int y, int w, int h)
 
 void viz_draw_noclip(struct viz_draw_list *dl) { push(dl, VIZ_CMD_CLIP, 0, 0, -1, -1, 0); }
 
-uint32_t viz_utf8_next(const char **s)
+/* Decode one UTF-8 code point and advance *s ('?' for a broken byte). */
+static uint32_t viz_utf8_next(const char **s)
 {
     const unsigned char *p = (const unsigned char *)*s;
     uint32_t c = p[0];

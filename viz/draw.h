@@ -90,8 +90,6 @@ struct viz_font {
     const struct viz_glyph *(*glyph)(void *ctx, uint32_t codepoint);
 };
 
-/* Decode one UTF-8 code point and advance *s ('?' for a broken byte). */
-uint32_t viz_utf8_next(const char **s);
 /* Width in pixels of `s` in `font` (0 when font is NULL). */
 int viz_text_width(const struct viz_font *font, const char *s);
 

@@ -82,6 +82,7 @@ double dp_pass_buffer(const struct dp_state *st, int device);
  * 1, 2) the weight all-gather. */
 void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po);
 
+/* Free the bucket and sync bookkeeping (the ops stay in the task graph). */
 void dp_release(struct dp_state *st);
 
 /* Bytes per parameter held (weights, grads, optimizer) at a ZeRO stage. */

@@ -7,20 +7,6 @@
  * W ops and the task graph stays smaller. */
 #include "schedule.h"
 
-static struct pipe_op op_of(int kind, int mb, int stage)
-{
-    return (struct pipe_op){.kind = (uint8_t)kind, .mb = mb, .stage = stage,
-                            .mb2 = -1, .stage2 = -1};
-}
-
-/* Any p ≥ 1 and m ≥ 1 work (schedule_build checks those): with m < p the
- * pipeline simply never fills, which is a legitimate thing to simulate. */
-static int check_any(const struct pipe_shape *shape, struct mp_error *err)
-{
-    (void)shape, (void)err;
-    return MP_OK;
-}
-
 /* GPipe: every forward, then every backward. The backward walks the
  * microbatches in the same order (0..m−1) as the forward, so microbatch 0's
  * gradient leaves the last stage first; each device stashes all m. */
@@ -30,8 +16,8 @@ static int gen_gpipe(const struct pipe_shape *shape, struct pipe_program *prog,
     (void)err;
     int p = shape->devices, m = shape->microbatches;
     for (int d = 0; d < p; d++) {
-        for (int k = 0; k < m; k++) pipe_program_push(prog, d, op_of(PIPE_F, k, d));
-        for (int k = 0; k < m; k++) pipe_program_push(prog, d, op_of(PIPE_BW, k, d));
+        for (int k = 0; k < m; k++) pipe_program_push(prog, d, pipe_op_single(PIPE_F, k, d));
+        for (int k = 0; k < m; k++) pipe_program_push(prog, d, pipe_op_single(PIPE_BW, k, d));
     }
     return MP_OK;
 }
@@ -48,26 +34,27 @@ static int gen_1f1b(const struct pipe_shape *shape, struct pipe_program *prog,
     for (int d = 0; d < p; d++) {
         int warm = p - 1 - d < m ? p - 1 - d : m;
         int steady = m - warm;
-        for (int k = 0; k < warm; k++) pipe_program_push(prog, d, op_of(PIPE_F, k, d));
+        for (int k = 0; k < warm; k++) pipe_program_push(prog, d, pipe_op_single(PIPE_F, k, d));
         for (int k = 0; k < steady; k++) {
-            pipe_program_push(prog, d, op_of(PIPE_F, warm + k, d));
-            pipe_program_push(prog, d, op_of(PIPE_BW, k, d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_F, warm + k, d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_BW, k, d));
         }
-        for (int k = steady; k < m; k++) pipe_program_push(prog, d, op_of(PIPE_BW, k, d));
+        for (int k = steady; k < m; k++) pipe_program_push(prog, d, pipe_op_single(PIPE_BW, k, d));
     }
     return MP_OK;
 }
 
+/* Neither has a rule of its own (no .check): any p ≥ 1 and m ≥ 1 work, and
+ * with m < p the pipeline simply never fills, which is a legitimate thing to
+ * simulate. */
 const struct schedule_kind sched_gpipe = {
     .name = "gpipe",
     .summary = "GPipe: all forwards, then all backwards; stashes every microbatch",
-    .check = check_any,
     .generate = gen_gpipe,
 };
 
 const struct schedule_kind sched_1f1b = {
     .name = "1f1b",
     .summary = "1F1B (Megatron, non-interleaved): warm-up, one forward one backward, cool-down",
-    .check = check_any,
     .generate = gen_1f1b,
 };

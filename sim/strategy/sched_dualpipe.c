@@ -47,9 +47,7 @@ struct rank_gen {
 
 static void emit(struct rank_gen *g, int kind, int mb, int stage)
 {
-    pipe_program_push(g->prog, g->dev, (struct pipe_op){.kind = (uint8_t)kind, .mb = mb,
-                                                        .stage = stage, .mb2 = -1,
-                                                        .stage2 = -1});
+    pipe_program_push(g->prog, g->dev, pipe_op_single(kind, mb, stage));
 }
 
 static void fwd(struct rank_gen *g, int c)

@@ -26,12 +26,6 @@
 
 #include "schedule.h"
 
-static struct pipe_op op_of(int kind, int mb, int stage)
-{
-    return (struct pipe_op){.kind = (uint8_t)kind, .mb = mb, .stage = stage,
-                            .mb2 = -1, .stage2 = -1};
-}
-
 /* cases.md: "allow a group size in [p, m] when m mod group is 0 or ≥ p". A
  * short last group (< p) would leave a forward of its chunk c+1 waiting on
  * devices that the warm-up count did not budget for. group = m always
@@ -103,17 +97,17 @@ static int gen_interleaved(const struct pipe_shape *shape, struct pipe_program *
         int mb, c;
         for (int k = 0; k < warm; k++) {
             table_entry(k, m, v, group, &mb, &c);
-            pipe_program_push(prog, d, op_of(PIPE_F, mb, c * p + d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_F, mb, c * p + d));
         }
         for (int k = 0; k < total - warm; k++) {
             table_entry(k + warm, m, v, group, &mb, &c);
-            pipe_program_push(prog, d, op_of(PIPE_F, mb, c * p + d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_F, mb, c * p + d));
             table_entry(k, m, v, group, &mb, &c);
-            pipe_program_push(prog, d, op_of(PIPE_BW, mb, (v - 1 - c) * p + d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_BW, mb, (v - 1 - c) * p + d));
         }
         for (int k = total - warm; k < total; k++) {
             table_entry(k, m, v, group, &mb, &c);
-            pipe_program_push(prog, d, op_of(PIPE_BW, mb, (v - 1 - c) * p + d));
+            pipe_program_push(prog, d, pipe_op_single(PIPE_BW, mb, (v - 1 - c) * p + d));
         }
     }
     return MP_OK;

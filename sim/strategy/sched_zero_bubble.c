@@ -19,18 +19,6 @@
 
 #include "schedule.h"
 
-static struct pipe_op op_of(int kind, int mb, int stage)
-{
-    return (struct pipe_op){.kind = (uint8_t)kind, .mb = mb, .stage = stage,
-                            .mb2 = -1, .stage2 = -1};
-}
-
-static int check_any(const struct pipe_shape *shape, struct mp_error *err)
-{
-    (void)shape, (void)err;
-    return MP_OK;
-}
-
 /* ---- ZB-H1 and ZB-H2: the hand-written orders ------------------------------------ */
 
 /* ZB-H1 on stage i: warm-up p−1−i forwards (1F1B's); then for k = 0..m−1:
@@ -41,13 +29,13 @@ static void zb_h1_device(struct pipe_program *prog, int p, int m, int i)
 {
     int nf = 0, nw = 0;
     int warm = p - 1 - i < m ? p - 1 - i : m;
-    while (nf < warm) pipe_program_push(prog, i, op_of(PIPE_F, nf++, i));
+    while (nf < warm) pipe_program_push(prog, i, pipe_op_single(PIPE_F, nf++, i));
     for (int k = 0; k < m; k++) {
-        if (nf < m) pipe_program_push(prog, i, op_of(PIPE_F, nf++, i));
-        pipe_program_push(prog, i, op_of(PIPE_B, k, i));
-        if (k >= i) pipe_program_push(prog, i, op_of(PIPE_W, nw++, i));
+        if (nf < m) pipe_program_push(prog, i, pipe_op_single(PIPE_F, nf++, i));
+        pipe_program_push(prog, i, pipe_op_single(PIPE_B, k, i));
+        if (k >= i) pipe_program_push(prog, i, pipe_op_single(PIPE_W, nw++, i));
     }
-    while (nw < m) pipe_program_push(prog, i, op_of(PIPE_W, nw++, i));
+    while (nw < m) pipe_program_push(prog, i, pipe_op_single(PIPE_W, nw++, i));
 }
 
 /* ZB-H2 on stage i: warm-up 2(p−1−i)+1 forwards, which exactly fill the time
@@ -57,13 +45,13 @@ static void zb_h2_device(struct pipe_program *prog, int p, int m, int i)
 {
     int nf = 0, nw = 0;
     int warm = 2 * (p - 1 - i) + 1 < m ? 2 * (p - 1 - i) + 1 : m;
-    while (nf < warm) pipe_program_push(prog, i, op_of(PIPE_F, nf++, i));
+    while (nf < warm) pipe_program_push(prog, i, pipe_op_single(PIPE_F, nf++, i));
     for (int k = 0; k < m; k++) {
-        pipe_program_push(prog, i, op_of(PIPE_B, k, i));
-        if (k >= 2 * i) pipe_program_push(prog, i, op_of(PIPE_W, nw++, i));
-        if (nf < m) pipe_program_push(prog, i, op_of(PIPE_F, nf++, i));
+        pipe_program_push(prog, i, pipe_op_single(PIPE_B, k, i));
+        if (k >= 2 * i) pipe_program_push(prog, i, pipe_op_single(PIPE_W, nw++, i));
+        if (nf < m) pipe_program_push(prog, i, pipe_op_single(PIPE_F, nf++, i));
     }
-    while (nw < m) pipe_program_push(prog, i, op_of(PIPE_W, nw++, i));
+    while (nw < m) pipe_program_push(prog, i, pipe_op_single(PIPE_W, nw++, i));
 }
 
 static int gen_zb_h1(const struct pipe_shape *shape, struct pipe_program *prog,
@@ -255,7 +243,7 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
                 dur = cfg->t.w;
                 mem[d] -= cfg->w_mem;
             }
-            pipe_program_push(prog, d, op_of(kind, mb, s));
+            pipe_program_push(prog, d, pipe_op_single(kind, mb, s));
             free_at[d] = now + dur;
             done++;
         }
@@ -420,14 +408,12 @@ static int gen_zb_auto(const struct pipe_shape *shape, struct pipe_program *prog
 const struct schedule_kind sched_zb_h1 = {
     .name = "zb-h1",
     .summary = "zero bubble H1: 1F1B memory, W deferred into the cool-down",
-    .check = check_any,
     .generate = gen_zb_h1,
 };
 
 const struct schedule_kind sched_zb_h2 = {
     .name = "zb-h2",
     .summary = "zero bubble H2: extra warm-up forwards, ~zero bubble at ~2x 1F1B memory",
-    .check = check_any,
     .generate = gen_zb_h2,
 };
 

@@ -64,7 +64,7 @@ int schedule_build(const char *name, const struct pipe_shape *shape,
     if (shape->microbatches < 1)
         return mp_fail(err, MP_ERR_INPUT, "%s: microbatches must be at least 1, got %d",
                        name, shape->microbatches);
-    int rc = kind->check(shape, err);
+    int rc = kind->check ? kind->check(shape, err) : MP_OK;
     if (rc) return rc;
     /* The default layout; V and DualPipe generators re-init with their own. */
     pipe_program_init(prog, shape->devices, shape->devices, shape->microbatches, 1);

@@ -62,7 +62,8 @@ struct schedule_kind {
     const char *name;
     const char *summary;    /* one line for `mpsim list schedules` */
     /* Check the schedule's rules against the shape: MP_ERR_INFEASIBLE with
-     * the rule and the numbers ("dualpipe needs an even pp, got 3"). */
+     * the rule and the numbers ("dualpipe needs an even pp, got 3"). NULL
+     * when any p ≥ 1 and m ≥ 1 work (schedule_build checks those). */
     int (*check)(const struct pipe_shape *shape, struct mp_error *err);
     /* Fill `prog` (already pipe_program_init'ed by the caller). */
     int (*generate)(const struct pipe_shape *shape, struct pipe_program *prog,
@@ -89,6 +90,14 @@ void pipe_program_init(struct pipe_program *prog, int devices, int stages,
                        int microbatches, int paths);
 void pipe_program_release(struct pipe_program *prog);
 void pipe_program_push(struct pipe_program *prog, int device, struct pipe_op op);
+
+/* A single pass (F, B, W or BW) of (mb, stage); PIPE_FB ops name their
+ * backward half too and are written out in full. */
+static inline struct pipe_op pipe_op_single(int kind, int mb, int stage)
+{
+    return (struct pipe_op){.kind = (uint8_t)kind, .mb = mb, .stage = stage,
+                            .mb2 = -1, .stage2 = -1};
+}
 
 /* Device running (mb, stage). */
 static inline int pipe_device(const struct pipe_program *p, int mb, int stage)
