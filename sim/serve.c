@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#define POW_TAB 64
+
 /* What pricing needs of one layer, per chip. */
 struct serve_layer {
     int kind, attn;          /* enum layer_kind, enum attn_kind */
@@ -30,6 +32,9 @@ struct serve_layer {
     double row_bytes;        /* embedding: one row of weights */
     double vocab;
     double head_flops;       /* LM head: FLOPs per emitted token (2 V h) */
+    /* pow(1 − expert_frac, n) for small n: a pass's token count repeats
+     * (decode passes carry a few), and pow was a tenth of the run. */
+    double miss[POW_TAB];
 };
 
 struct serve_slot {
@@ -231,6 +236,7 @@ static void price_layers(struct serve *s)
                 x->attn_coef = 2 * heads * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
                                             m->v_head_dim);
             else x->attn_coef = 4 * heads * d;
+            for (int i = 0; i < POW_TAB; i++) x->miss[i] = pow(1 - x->expert_frac, i);
         }
     }
     s->layer_off[s->stages] = n;
@@ -255,7 +261,8 @@ static mp_time sum_time(const struct serve *s, int stage, double T, double pairs
             flops = 2 * T * x->matmul_params;
             bytes = x->fixed_bytes + 2 * T * x->hidden_bytes;
             if (x->expert_bytes > 0)
-                bytes += x->expert_bytes * (1 - pow(1 - x->expert_frac, T));
+                bytes += x->expert_bytes * (1 - (T < POW_TAB && T == (int)T ? x->miss[(int)T]
+                                                             : pow(1 - x->expert_frac, T)));
             if (x->attn == ATTN_LINEAR) {
                 flops += x->attn_coef * T;
                 bytes += 2 * items * x->state;
@@ -468,6 +475,9 @@ static void enqueue(struct serve *s, int st, int k, mp_time now)
     start_stage(s, st, now);
 }
 
+static void walk(struct serve *s, int k, mp_time now);
+static void slot_idle(struct serve *s, int k);
+
 /* Form slot k at stage 0; send it in, or leave it idle when it has nothing. */
 static void launch(struct serve *s, int k, mp_time now)
 {
@@ -477,13 +487,22 @@ static void launch(struct serve *s, int k, mp_time now)
     for (int i = s->slot[k].n - (s->res.admitted - before); i < s->slot[k].n; i++)
         s->req[mem[i]].admitted = now;
     if (s->res.admitted != before) kv_log(s, now);
+    bool was = s->slot[k].active;
     s->slot[k].active = s->slot[k].tokens > 0;
-    if (s->slot[k].active) enqueue(s, 0, k, now);
+    s->n_idle += (int)was - (int)s->slot[k].active;
+    if (s->fast) {
+        if (s->slot[k].active) walk(s, k, now);
+        else slot_idle(s, k);
+    } else if (s->slot[k].active) {
+        enqueue(s, 0, k, now);
+    }
 }
 
 static void wake_idle(struct serve *s, mp_time now)
 {
-    for (int k = 0; k < s->slots && s->wait_n > 0; k++)
+    /* n_idle only ends the scan early: the slots launched, and their order,
+     * are those of the full scan. */
+    for (int k = 0; k < s->slots && s->wait_n > 0 && s->n_idle > 0; k++)
         if (!s->slot[k].active) launch(s, k, now);
 }
 
@@ -541,6 +560,10 @@ static void handle(void *ctx, const struct eventq_event *ev)
     int kind = (int)(ev->data & ((1 << EV_SHIFT) - 1)), id = (int)(ev->data >> EV_SHIFT);
     mp_time now = ev->time;
     s->now = now;
+    /* Counted as the walk-at-a-time loop counts (serve.h): the same figure
+     * whichever loop runs. */
+    if (kind != EV_HOP_DONE && (kind != EV_STAGE_DONE || s->slot[id].stage + 1 == s->stages))
+        s->res.events++;
     switch (kind) {
     case EV_ARRIVAL: {
         int at = (s->wait_head + s->wait_n) % s->n_req;
@@ -590,6 +613,465 @@ static void handle(void *ctx, const struct eventq_event *ev)
         eventq_stop(&s->q);
         break;
     }
+}
+
+/* ---- the walk-at-a-time loop -------------------------------------------- */
+
+/* Why it gives the per-stage events' results exactly (serve.h, "Event
+ * granularity"):
+ * - Each stage serves passes first come first served, and each hand-off
+ *   route's links serve only that hand-off (checked in fast_init), so passes
+ *   leave a stage, cross a hop and reach the next stage in the order they
+ *   were formed at stage 0. A pass starts on a stage at max(its arrival, the
+ *   end of the pass before it there) and its hop at max(its end, the hop's
+ *   link free time) — whatever order same-time events ran in. So the walk
+ *   of a pass follows from the walk of the pass formed before it alone.
+ * - Requests, the queue and memory change only at arrivals, pass ends at the
+ *   last stage and returns to stage 0: those stay events, in the order the
+ *   per-stage loop runs them: time, then priority (passes before arrivals),
+ *   then the order they were scheduled in, which for the per-stage loop is
+ *   the time they were scheduled at (a pass end is scheduled when the pass
+ *   starts on the last stage, a return when the pass ends there). Two with
+ *   the same time and schedule time would be ordered by the per-stage
+ *   loop's finer history; the run then starts over with per-stage events.
+ * - Stage busy time and passes are sums, kept per stage class (stages with
+ *   the same layers) and spread over the stages at the end; first_start is
+ *   the first pass's and last_end the last one's.
+ * A pass that cannot meet the one before it anywhere ("clear") takes only
+ * the stage classes' times; the check is a bound, and when it fails the walk
+ * is computed stage by stage. */
+
+enum { FAST_DONE, FAST_RETURN }; /* a slot's pending event: pass end at the last stage, return */
+#define MEMO 64                  /* per class: stage times by (tokens, items, emits) */
+
+struct fast_memo { double tokens, items, emits; mp_time d; bool set; };
+
+struct serve_walk {
+    /* Formed at stage 0 at t0 − lag; lag is what it waited on the way. Its
+     * times on each stage are at most t0 + the stage and hop times before
+     * it (a wait delays every later stage at least as much), and exactly
+     * that when lag = 0. */
+    mp_time t0, lag;
+    mp_time *d, *ser;            /* [classes] stage time; [hop classes] serialisation */
+    mp_time maxd, maxser, span;  /* span: formed to the end on the last stage, unhindered */
+};
+
+struct fast_node { mp_time t, sched; int k; };
+
+/* Per stage, in one array for the per-stage walk. */
+struct fast_stage {
+    mp_time free_at;             /* the stage is free after the previous walk */
+    mp_time link_at;             /* the hand-off's links are free after it */
+    mp_time lat;                 /* the hand-off's latency */
+    int cls, hcls;               /* stage class, hand-off class */
+};
+
+struct serve_fast {
+    int n_cls, n_hcls;
+    int *cls, *cnt, *rep;        /* stage → class; stages per class; one stage of each */
+    bool *ctx_dep;               /* a class's time depends on the KV context (full attention) */
+    struct fast_memo *memo;      /* [classes × MEMO], context-free classes only */
+    int *hcls, *hcnt;            /* hand-off s → s+1 → class (same bandwidth); hops per class */
+    bool *has_link;              /* hand-off holds links */
+    mp_time lat;                 /* Σ latencies of the hand-offs s → s+1 */
+    double ser_tokens;           /* ser_of: serialisation per hop class for that many tokens */
+    mp_time *ser_of;
+    mp_time ret[POW_TAB];        /* return hop for n emitted tokens; −1 until asked */
+    bool lean;                   /* every hand-off holds links: the plain per-stage loop */
+    struct fast_stage *st;       /* [stages] */
+    bool stale;                  /* st[].free_at, link_at lag the previous walk (it was clear) */
+    bool last_end_lags;          /* stage reports' last_end are st[].free_at, not yet copied */
+    struct serve_walk w[2];      /* w[cur] is being computed, w[cur ^ 1] came before */
+    int cur;
+    bool have_prev;
+    mp_time *cbusy;              /* [classes] busy time of walks ended by the horizon */
+    uint64_t walks;              /* walks whose passes are all in cbusy */
+    struct fast_node *heap;      /* slots with a pending event, by (time, scheduled at) */
+    int *pos, n_heap, *kind;     /* per slot: where in heap (−1: none), which event */
+    mp_time last_t, last_s;      /* key of the slot event handled last */
+    bool tie;                    /* two slot events the keys cannot order */
+    uint64_t events;
+};
+
+static bool same_layer(const struct serve_layer *a, const struct serve_layer *b)
+{
+    return a->kind == b->kind && a->attn == b->attn && a->fixed_bytes == b->fixed_bytes &&
+           a->expert_bytes == b->expert_bytes && a->expert_frac == b->expert_frac &&
+           a->matmul_params == b->matmul_params && a->attn_coef == b->attn_coef &&
+           a->kv_per_token == b->kv_per_token && a->state == b->state &&
+           a->hidden_bytes == b->hidden_bytes && a->row_bytes == b->row_bytes &&
+           a->vocab == b->vocab && a->head_flops == b->head_flops;
+}
+
+static bool same_stage(const struct serve *s, int a, int b)
+{
+    int n = s->layer_off[a + 1] - s->layer_off[a];
+    if (n != s->layer_off[b + 1] - s->layer_off[b]) return false;
+    for (int i = 0; i < n; i++)
+        if (!same_layer(&s->layers[s->layer_off[a] + i], &s->layers[s->layer_off[b] + i]))
+            return false;
+    return true;
+}
+
+/* Set up the fast loop, or leave s->fast NULL when a hand-off route shares a
+ * link with another's (then links are contended out of walk order). */
+static void fast_init(struct serve *s)
+{
+    int S = s->stages, K = s->slots;
+    int *owner = mp_xmalloc(((size_t)s->sys.n_links + 1) * sizeof *owner);
+    for (int i = 0; i <= s->sys.n_links; i++) owner[i] = -1;
+    for (int st = 0; st + 1 < S; st++)
+        for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++) {
+            int l = s->hop_route[i];
+            if (owner[l] >= 0 && owner[l] != st) { free(owner); return; }
+            owner[l] = st;
+        }
+    free(owner);
+    struct serve_fast *f = mp_xcalloc(1, sizeof *f);
+    s->fast = f;
+    f->cls = mp_xmalloc((size_t)S * sizeof *f->cls);
+    f->cnt = mp_xcalloc((size_t)S, sizeof *f->cnt);
+    f->rep = mp_xmalloc((size_t)S * sizeof *f->rep);
+    f->ctx_dep = mp_xcalloc((size_t)S, sizeof *f->ctx_dep);
+    for (int st = 0; st < S; st++) {
+        int c = 0;
+        while (c < f->n_cls && !same_stage(s, f->rep[c], st)) c++;
+        if (c == f->n_cls) {
+            f->rep[f->n_cls++] = st;
+            for (int i = s->layer_off[st]; i < s->layer_off[st + 1]; i++)
+                if (s->layers[i].kind == LAYER_DECODER && s->layers[i].attn != ATTN_LINEAR)
+                    f->ctx_dep[c] = true;
+        }
+        f->cls[st] = c;
+        f->cnt[c]++;
+    }
+    f->memo = mp_xcalloc((size_t)f->n_cls * MEMO, sizeof *f->memo);
+    f->hcls = mp_xcalloc((size_t)S, sizeof *f->hcls);
+    f->hcnt = mp_xcalloc((size_t)S, sizeof *f->hcnt);
+    f->has_link = mp_xcalloc((size_t)S, sizeof *f->has_link);
+    int *hrep = mp_xmalloc((size_t)S * sizeof *hrep);
+    for (int st = 0; st + 1 < S; st++) {
+        int c = 0;
+        while (c < f->n_hcls && s->hop_bw[hrep[c]] != s->hop_bw[st]) c++;
+        if (c == f->n_hcls) hrep[f->n_hcls++] = st;
+        f->hcls[st] = c;
+        f->hcnt[c]++;
+        f->has_link[st] = s->hop_route_off[st + 1] > s->hop_route_off[st];
+        f->lat += s->hop[st];
+    }
+    free(hrep);
+    f->st = mp_xcalloc((size_t)S, sizeof *f->st);
+    f->lean = true;
+    for (int st = 0; st < S; st++) {
+        f->st[st] = (struct fast_stage){ 0, 0, st + 1 < S ? s->hop[st] : 0, f->cls[st],
+                                         f->hcls[st] };
+        if (st + 1 < S && !f->has_link[st]) f->lean = false;
+    }
+    for (int i = 0; i < 2; i++) {
+        f->w[i].d = mp_xcalloc((size_t)f->n_cls, sizeof *f->w[i].d);
+        f->w[i].ser = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->w[i].ser);
+    }
+    f->cbusy = mp_xcalloc((size_t)f->n_cls, sizeof *f->cbusy);
+    f->ser_tokens = -1;
+    f->ser_of = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->ser_of);
+    for (int i = 0; i < POW_TAB; i++) f->ret[i] = -1;
+    f->heap = mp_xmalloc((size_t)K * sizeof *f->heap);
+    f->pos = mp_xmalloc((size_t)K * sizeof *f->pos);
+    for (int k = 0; k < K; k++) f->pos[k] = -1;
+    f->kind = mp_xcalloc((size_t)K, sizeof *f->kind);
+    f->last_t = f->last_s = -1;
+}
+
+static void fast_release(struct serve_fast *f)
+{
+    if (!f) return;
+    free(f->cls); free(f->cnt); free(f->rep); free(f->ctx_dep); free(f->memo);
+    free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
+    for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
+    free(f->cbusy); free(f->ser_of); free(f->heap); free(f->pos); free(f->kind);
+    free(f);
+}
+
+/* ---- slots with a pending event: a binary heap on (time, scheduled at) */
+
+static bool node_less(const struct fast_node *a, const struct fast_node *b)
+{
+    return a->t != b->t ? a->t < b->t : a->sched < b->sched;
+}
+
+static void heap_put(struct serve_fast *f, int i, struct fast_node n)
+{
+    f->heap[i] = n;
+    f->pos[n.k] = i;
+}
+
+/* Put node n at position i, moved up or down to its place. */
+static void heap_fix(struct serve_fast *f, int i, struct fast_node n)
+{
+    while (i > 0 && node_less(&n, &f->heap[(i - 1) / 2])) {
+        heap_put(f, i, f->heap[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= f->n_heap) break;
+        if (c + 1 < f->n_heap && node_less(&f->heap[c + 1], &f->heap[c])) c++;
+        if (!node_less(&f->heap[c], &n)) break;
+        heap_put(f, i, f->heap[c]);
+        i = c;
+    }
+    heap_put(f, i, n);
+}
+
+static void slot_event(struct serve_fast *f, int k, int kind, mp_time t, mp_time sched)
+{
+    f->kind[k] = kind;
+    if (f->pos[k] < 0) f->pos[k] = f->n_heap++;
+    heap_fix(f, f->pos[k], (struct fast_node){ t, sched, k });
+}
+
+static void slot_idle(struct serve *s, int k)
+{
+    struct serve_fast *f = s->fast;
+    int i = f->pos[k];
+    if (i < 0) return;
+    f->pos[k] = -1;
+    if (i == --f->n_heap) return;
+    heap_fix(f, i, f->heap[f->n_heap]);
+}
+
+/* ---- walks */
+
+/* Time of slot k's pass on a stage of class c. */
+static mp_time class_time(struct serve *s, int c, const struct serve_slot *sl)
+{
+    struct serve_fast *f = s->fast;
+    if (f->ctx_dep[c])
+        return sum_time(s, f->rep[c], sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+    /* Without full attention the time depends on tokens, items and emits
+     * only, which repeat from pass to pass. */
+    unsigned h = (unsigned)sl->tokens * 2654435761u ^ (unsigned)sl->items * 40503u ^
+                 (unsigned)sl->emits;
+    struct fast_memo *m = &f->memo[(size_t)c * MEMO + h % MEMO];
+    if (!m->set || m->tokens != sl->tokens || m->items != sl->items || m->emits != sl->emits)
+        *m = (struct fast_memo){ sl->tokens, sl->items, sl->emits,
+                                 sum_time(s, f->rep[c], sl->tokens, 0, 0, sl->items, sl->emits),
+                                 true };
+    return m->d;
+}
+
+/* Write walk w's times on every stage into st[] (w waited nowhere: each
+ * time is t0 plus the stage and hop times before it). */
+static void fast_write(struct serve *s, const struct serve_walk *w)
+{
+    struct serve_fast *f = s->fast;
+    mp_time t = w->t0;
+    for (int st = 0; st < s->stages; st++) {
+        struct fast_stage *x = &f->st[st];
+        mp_time end = t + w->d[x->cls];
+        x->free_at = end;
+        if (st + 1 == s->stages) break;
+        mp_time link = end + w->ser[x->hcls];
+        if (f->has_link[st]) x->link_at = link;
+        t = link + x->lat;
+    }
+}
+
+/* Bring st[] and the stage reports' last_end up to the previous walk. */
+static void fast_sync(struct serve *s)
+{
+    struct serve_fast *f = s->fast;
+    if (f->stale) fast_write(s, &f->w[f->cur ^ 1]);
+    f->stale = false;
+    if (f->last_end_lags)
+        for (int st = 0; st < s->stages; st++) s->res.stage[st].last_end = f->st[st].free_at;
+    f->last_end_lags = false;
+}
+
+/* Slot k's pass, formed at `now`, down the whole chain; its end on the last
+ * stage becomes the slot's pending event. */
+static void walk(struct serve *s, int k, mp_time now)
+{
+    struct serve_fast *f = s->fast;
+    const struct serve_slot *sl = &s->slot[k];
+    struct serve_walk *w = &f->w[f->cur], *p = &f->w[f->cur ^ 1];
+    int S = s->stages, last = f->cls[S - 1];
+    mp_time H = s->cfg.inference.horizon;
+    w->t0 = now;
+    w->maxd = w->maxser = 0;
+    w->span = f->lat;
+    mp_time shortfall = 0; /* Σ max(0, p's time − its own) over stages and hops (below) */
+    for (int c = 0; c < f->n_cls; c++) {
+        mp_time d = class_time(s, c, sl);
+        w->d[c] = d;
+        if (d > w->maxd) w->maxd = d;
+        w->span += f->cnt[c] * d;
+        if (p->d[c] > d) shortfall += f->cnt[c] * (p->d[c] - d);
+    }
+    if (sl->tokens != f->ser_tokens) { /* as serve_hop_time, less the latency */
+        double b = hop_bytes(s, 0, (int)sl->tokens);
+        for (int c = 0; c < f->n_hcls; c++) {
+            int st = 0;
+            while (f->hcls[st] != c) st++;
+            double bw = s->hop_bw[st];
+            f->ser_of[c] = isinf(bw) ? 0 : (mp_time)llround(b / bw * 1e12);
+        }
+        f->ser_tokens = sl->tokens;
+    }
+    for (int c = 0; c < f->n_hcls; c++) {
+        mp_time x = f->ser_of[c];
+        w->ser[c] = x;
+        if (x > w->maxser) w->maxser = x;
+        w->span += f->hcnt[c] * x;
+        if (p->ser[c] > x) shortfall += f->hcnt[c] * (p->ser[c] - x);
+    }
+    /* Stage busy and passes go by class unless a horizon may cut the walk:
+     * then per stage, for the passes that start by it. */
+    bool by_class = H <= 0;
+    bool started = s->res.stage[S - 1].first_start >= 0;
+    /* Clear of the walk before it p if on every stage it arrives no earlier
+     * than p leaves, and ends its pass no earlier than p's hop frees the
+     * link. p's times are at most p.t0 + its offsets; behind p by
+     * now − p.t0, its own offsets fall short of p's by at most
+     * Σ max(0, p's stage or hop time − its own): so that sum plus p's
+     * longest stage time and its own longest serialisation is enough. */
+    bool lazy = false;
+    if (f->have_prev && started && (H <= 0 || now + w->span <= H))
+        lazy = now - p->t0 >= shortfall + (p->maxd > w->maxser ? p->maxd : w->maxser);
+    mp_time end, start;
+    if (lazy) {
+        end = now + w->span; /* exact: it waits nowhere, so ends by any horizon */
+        start = end - w->d[last];
+        f->stale = true;
+        f->last_end_lags = true;
+        by_class = true;
+    } else if (f->lean && started && H <= 0) {
+        /* Stage by stage, with nothing to record: the stage reports get
+         * last_end from st[] later, busy and passes by class. */
+        f->last_end_lags = true;
+        const mp_time *d = w->d, *ser = w->ser;
+        mp_time t = now;
+        start = end = now;
+        if (f->stale) {
+            /* p waited nowhere: its times come from its offsets, here
+             * rather than through st[] (fast_write) first. */
+            const mp_time *pd = p->d, *pser = p->ser;
+            mp_time tp = p->t0;
+            for (int st = 0;; st++) {
+                struct fast_stage *x = &f->st[st];
+                mp_time pend = tp + pd[x->cls];
+                start = t > pend ? t : pend;
+                end = start + d[x->cls];
+                x->free_at = end;
+                if (st + 1 == S) break;
+                mp_time plink = pend + pser[x->hcls];
+                mp_time link = end > plink ? end : plink;
+                x->link_at = link + ser[x->hcls];
+                t = x->link_at + x->lat;
+                tp = plink + x->lat;
+            }
+            f->stale = false;
+        } else {
+            for (int st = 0;; st++) {
+                struct fast_stage *x = &f->st[st];
+                start = t > x->free_at ? t : x->free_at;
+                end = start + d[x->cls];
+                x->free_at = end;
+                if (st + 1 == S) break;
+                mp_time link = end > x->link_at ? end : x->link_at;
+                x->link_at = link + ser[x->hcls];
+                t = x->link_at + x->lat;
+            }
+        }
+    } else {
+        fast_sync(s);
+        mp_time t = now;
+        start = end = now;
+        for (int st = 0; st < S; st++) {
+            struct fast_stage *x = &f->st[st];
+            mp_time d = w->d[x->cls];
+            start = t > x->free_at ? t : x->free_at;
+            end = start + d;
+            x->free_at = end;
+            struct serve_stage_report *rep = &s->res.stage[st];
+            if (H <= 0 || start <= H) {
+                if (rep->first_start < 0) rep->first_start = start;
+                if (!by_class) { rep->busy += d; rep->passes++; }
+            }
+            if (H <= 0 || end <= H) rep->last_end = end;
+            if (st + 1 == S) break;
+            mp_time link = end;
+            if (f->has_link[st]) {
+                if (x->link_at > link) link = x->link_at;
+                x->link_at = link + w->ser[x->hcls];
+            }
+            t = link + w->ser[x->hcls] + x->lat;
+        }
+    }
+    w->lag = end - (now + w->span); /* ≥ 0; a wait anywhere shows here */
+    w->t0 = now + w->lag;
+    if (by_class) {
+        for (int c = 0; c < f->n_cls; c++) f->cbusy[c] += w->d[c];
+        f->walks++;
+    }
+    f->cur ^= 1;
+    f->have_prev = true;
+    slot_event(f, k, FAST_DONE, end, start);
+}
+
+/* The loop: arrivals from the request array (in arrival order), slot events
+ * from the heap; pass events first at equal times, as in handle(). */
+static void fast_run(struct serve *s)
+{
+    struct serve_fast *f = s->fast;
+    mp_time H = s->cfg.inference.horizon;
+    int next = 0;
+    for (;;) {
+        mp_time ta = next < s->n_req ? s->req[next].arrival : INT64_MAX;
+        bool slot = f->n_heap > 0 && f->heap[0].t <= ta;
+        if (!slot && next >= s->n_req) break;
+        mp_time now = slot ? f->heap[0].t : ta;
+        if (H > 0 && now > H) break;
+        s->now = now;
+        f->events++;
+        if (!slot) {
+            int at = (s->wait_head + s->wait_n) % s->n_req;
+            s->waiting[at] = next++;
+            s->wait_n++;
+            if (s->wait_n > s->res.max_waiting) s->res.max_waiting = s->wait_n;
+            wake_idle(s, now);
+            continue;
+        }
+        int k = f->heap[0].k;
+        if (f->heap[0].t == f->last_t && f->heap[0].sched == f->last_s) {
+            f->tie = true;
+            return;
+        }
+        f->last_t = f->heap[0].t;
+        f->last_s = f->heap[0].sched;
+        if (f->kind[k] == FAST_DONE) {
+            int emits = (int)s->slot[k].emits;
+            if (emits < 1) emits = 1;
+            emit(s, k, now);
+            mp_time back = emits < POW_TAB ? f->ret[emits] : -1;
+            if (back < 0) back = serve_hop_time(s, s->stages - 1, emits);
+            if (emits < POW_TAB) f->ret[emits] = back;
+            slot_event(f, k, FAST_RETURN, now + back, now);
+            wake_idle(s, now); /* memory may have been freed */
+        } else {
+            launch(s, k, now);
+        }
+    }
+    if (H > 0) { /* the horizon event */
+        f->events++;
+        if (s->res.completed < s->n_req) s->res.makespan = H;
+    }
+    fast_sync(s);
+    for (int st = 0; st < s->stages; st++) {
+        s->res.stage[st].busy += f->cbusy[f->cls[st]];
+        s->res.stage[st].passes += f->walks;
+    }
+    s->res.events = f->events;
 }
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -716,13 +1198,13 @@ int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
     return serve_run_recorded(s, cfg, false, err);
 }
 
-int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
-                       struct mp_error *err)
+/* One run; `events` forces one event per stage pass and hop. */
+static int run_mode(struct serve *s, const struct config *cfg, bool record, bool events,
+                    struct mp_error *err)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
-    double t0 = now_seconds();
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);
     if (!rc) rc = setup(s, err);
@@ -739,15 +1221,36 @@ int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
     s->stage_busy = mp_xcalloc((size_t)S, sizeof *s->stage_busy);
     s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
+    s->n_idle = K;
     kv_log(s, 0);
-    /* All arrivals go in up front: the heap holds them, and the loop stays
-     * free of allocation. */
-    for (int i = 0; i < s->n_req; i++) schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
-    if (s->cfg.inference.horizon > 0) schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
-    s->res.events = eventq_run(&s->q, handle, s);
+    /* A timeline lists every pass and hop in the order the per-stage loop
+     * meets them, so recording runs that loop. */
+    if (!record && !events) fast_init(s);
+    if (s->fast) {
+        fast_run(s);
+        if (s->fast->tie) return MP_OK; /* serve_run_recorded starts over */
+    } else {
+        /* All arrivals go in up front: the heap holds them, and the loop
+         * stays free of allocation. */
+        for (int i = 0; i < s->n_req; i++) schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
+        if (s->cfg.inference.horizon > 0) schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
+        eventq_run(&s->q, handle, s);
+    }
     fold(s);
-    s->res.sim_wall_s = now_seconds() - t0;
     return MP_OK;
+}
+
+int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
+                       struct mp_error *err)
+{
+    double t0 = now_seconds();
+    int rc = run_mode(s, cfg, record, false, err);
+    if (!rc && s->fast && s->fast->tie) {
+        serve_release(s);
+        rc = run_mode(s, cfg, record, true, err);
+    }
+    if (!rc) s->res.sim_wall_s = now_seconds() - t0;
+    return rc;
 }
 
 void serve_release(struct serve *s)
@@ -773,6 +1276,7 @@ void serve_release(struct serve *s)
     free(s->stage_busy);
     free(s->link_free);
     free(s->kv_used);
+    fast_release(s->fast);
     free(s->res.kv_log);
     free(s->res.stage);
     if (s->rec) {

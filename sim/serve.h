@@ -40,7 +40,19 @@
  * routing), the KV cache read, linear state read and written, activations in
  * and out. The LM head runs only for requests that emit a token this pass.
  * A token is emitted when its pass leaves the last stage: TTFT = that time −
- * arrival; TPOT = (done − first token) / (output − 1). */
+ * arrival; TPOT = (done − first token) / (output − 1).
+ *
+ * Event granularity: the stages form a chain of first-come-first-served
+ * servers that no pass can overtake, and only stage 0 (forming a pass) and
+ * the last stage (emitting tokens) touch requests, queue or memory. So a
+ * pass's whole walk down the chain is computed when it is formed, from each
+ * stage's and hop's free time left by the pass before it, and the event loop
+ * handles only arrivals, pass ends at the last stage and returns to stage 0;
+ * a walk that provably meets no earlier pass costs O(stage classes), not
+ * O(stages). The results are those of one event per stage pass and hop,
+ * which the loop still runs when passes are recorded (serve_run_recorded),
+ * when hand-off routes share links, or after an exact tie it cannot order
+ * (serve.c, "The walk-at-a-time loop"). */
 #ifndef MPSIM_SERVE_H
 #define MPSIM_SERVE_H
 
@@ -103,6 +115,9 @@ struct serve_result {
     double kv_peak_fraction; /* highest stage's peak / its free bytes */
     struct serve_kv_point *kv_log; /* total KV + state in use after each change */
     int n_kv_log, cap_kv_log;
+    /* Events of the run at the walk-at-a-time loop's grain: arrivals, pass
+     * ends at the last stage, returns to stage 0 and the horizon. The same
+     * figure when the per-stage loop runs (it handles more). */
     uint64_t events;
     double sim_wall_s;
     struct serve_stage_report *stage; /* [stages] */
@@ -138,6 +153,7 @@ struct serve_record {
 /* Per layer of a stage, what pricing needs (filled by serve_run). */
 struct serve_layer;
 struct serve_slot;
+struct serve_fast;
 
 struct serve {
     struct config cfg;
@@ -168,8 +184,10 @@ struct serve {
     mp_time *link_free;        /* per system link */
     double *kv_used;           /* [stages] */
     int inflight, next_arrival;
+    int n_idle;                /* slots idle at stage 0 (wake_idle stops at none) */
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
+    struct serve_fast *fast;   /* the walk-at-a-time loop (serve.c); NULL: per-stage events */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.
