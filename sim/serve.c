@@ -476,7 +476,6 @@ static void enqueue(struct serve *s, int st, int k, mp_time now)
 }
 
 static void walk(struct serve *s, int k, mp_time now);
-static void slot_idle(struct serve *s, int k);
 
 /* Form slot k at stage 0; send it in, or leave it idle when it has nothing. */
 static void launch(struct serve *s, int k, mp_time now)
@@ -491,8 +490,8 @@ static void launch(struct serve *s, int k, mp_time now)
     s->slot[k].active = s->slot[k].tokens > 0;
     s->n_idle += (int)was - (int)s->slot[k].active;
     if (s->fast) {
+        /* Its event, if any, was taken off when it was handled. */
         if (s->slot[k].active) walk(s, k, now);
-        else slot_idle(s, k);
     } else if (s->slot[k].active) {
         enqueue(s, 0, k, now);
     }
@@ -639,7 +638,15 @@ static void handle(void *ctx, const struct eventq_event *ev)
  *   the first pass's and last_end the last one's.
  * A pass that cannot meet the one before it anywhere ("clear") takes only
  * the stage classes' times; the check is a bound, and when it fails the walk
- * is computed stage by stage. */
+ * is computed stage by stage — unless it joins a convoy: where its hop waits
+ * for the link behind the previous pass's and sums over (hop class, stage
+ * class, hop class) triples show it keeps waiting for every later link
+ * (conv_holds), its hops free each link a fixed serialisation after the
+ * previous pass's, so the stages past that point are kept lazily as the
+ * anchor's (the last pass written out in full) plus a per-hop-class offset,
+ * and its end is a few sums. In the wafer case the chain is link-bound
+ * (a hop's serialisation exceeds most stage times): ~92% of the walks that
+ * are not clear join, nearly all at stage 0. */
 
 enum { FAST_DONE, FAST_RETURN }; /* a slot's pending event: pass end at the last stage, return */
 #define MEMO 64                  /* per class: stage times by (tokens, items, emits) */
@@ -681,13 +688,37 @@ struct serve_fast {
     struct fast_stage *st;       /* [stages] */
     bool stale;                  /* st[].free_at, link_at lag the previous walk (it was clear) */
     bool last_end_lags;          /* stage reports' last_end are st[].free_at, not yet copied */
+    /* Link convoys (walk, "Convoys"). mx: stages ≥ j0 are lazy — a
+     * hand-off's true link-free time is st[].link_at + conv[its class], and
+     * past j0 a stage's true free time is the true link-free time of the
+     * hand-off into it + its latency + the previous walk's time there.
+     * jf (not mx): from stage jf on the previous walk started each stage on
+     * arrival. The anchor wrote st[] last in full; ad, aser are its times. */
+    bool mx;
+    int j0, jf;
+    /* virt (with mx, j0 = 0): the anchor waited nowhere and st[] was never
+     * brought up to it; its times are at0 + its offsets (aend: its end on
+     * the last stage), and F0 is stage 0's true free time. */
+    bool virt;
+    mp_time at0, aend, F0;
+    mp_time *conv, *ad, *aser;   /* [hop classes + 1], [classes], [hop classes + 1] */
+    int n_tup, *tup_h, *tup_c2, *tup_h2; /* distinct (hcls s, cls s + 1, hcls s + 1 or −1) */
     struct serve_walk w[2];      /* w[cur] is being computed, w[cur ^ 1] came before */
     int cur;
     bool have_prev;
     mp_time *cbusy;              /* [classes] busy time of walks ended by the horizon */
     uint64_t walks;              /* walks whose passes are all in cbusy */
-    struct fast_node *heap;      /* slots with a pending event, by (time, scheduled at) */
+    /* Slots with a pending event (one each at most), by (time, scheduled
+     * at). Pass ends come in the order the passes were formed (no pass
+     * overtakes another), and returns nearly so (a fixed hop time per
+     * token count), so each kind goes to a sorted run, a FIFO, when it is
+     * no earlier than the run's last; only the others go to a binary heap.
+     * The earliest is the least of the three heads. */
+    struct fast_node *fifo[2];   /* [FAST_DONE], [FAST_RETURN]: rings of ring_n ≥ slots */
+    unsigned fhead[2], ftail[2]; /* taken, put so far: index & (ring_n − 1) */
+    struct fast_node *heap;
     int *pos, n_heap, *kind;     /* per slot: where in heap (−1: none), which event */
+    unsigned ring_n;             /* a power of two ≥ slots: the rings' size */
     mp_time last_t, last_s;      /* key of the slot event handled last */
     bool tie;                    /* two slot events the keys cannot order */
     uint64_t events;
@@ -771,11 +802,31 @@ static void fast_init(struct serve *s)
         f->w[i].d = mp_xcalloc((size_t)f->n_cls, sizeof *f->w[i].d);
         f->w[i].ser = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->w[i].ser);
     }
+    f->tup_h = mp_xmalloc((size_t)S * sizeof *f->tup_h);
+    f->tup_c2 = mp_xmalloc((size_t)S * sizeof *f->tup_c2);
+    f->tup_h2 = mp_xmalloc((size_t)S * sizeof *f->tup_h2);
+    for (int st = 0; st + 1 < S; st++) {
+        int h = f->hcls[st], c2 = f->cls[st + 1], h2 = st + 2 < S ? f->hcls[st + 1] : -1, i = 0;
+        while (i < f->n_tup && (f->tup_h[i] != h || f->tup_c2[i] != c2 || f->tup_h2[i] != h2))
+            i++;
+        if (i == f->n_tup) {
+            f->tup_h[i] = h;
+            f->tup_c2[i] = c2;
+            f->tup_h2[i] = h2;
+            f->n_tup++;
+        }
+    }
+    f->conv = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->conv);
+    f->ad = mp_xcalloc((size_t)f->n_cls, sizeof *f->ad);
+    f->aser = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->aser);
+    f->jf = S; /* no walk yet */
     f->cbusy = mp_xcalloc((size_t)f->n_cls, sizeof *f->cbusy);
     f->ser_tokens = -1;
     f->ser_of = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->ser_of);
     for (int i = 0; i < POW_TAB; i++) f->ret[i] = -1;
     f->heap = mp_xmalloc((size_t)K * sizeof *f->heap);
+    for (f->ring_n = 1; f->ring_n < (unsigned)K; f->ring_n *= 2) {}
+    for (int q = 0; q < 2; q++) f->fifo[q] = mp_xmalloc(f->ring_n * sizeof *f->fifo[q]);
     f->pos = mp_xmalloc((size_t)K * sizeof *f->pos);
     for (int k = 0; k < K; k++) f->pos[k] = -1;
     f->kind = mp_xcalloc((size_t)K, sizeof *f->kind);
@@ -788,7 +839,9 @@ static void fast_release(struct serve_fast *f)
     free(f->cls); free(f->cnt); free(f->rep); free(f->ctx_dep); free(f->memo);
     free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
     for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
+    free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->conv); free(f->ad); free(f->aser);
     free(f->cbusy); free(f->ser_of); free(f->heap); free(f->pos); free(f->kind);
+    free(f->fifo[0]); free(f->fifo[1]);
     free(f);
 }
 
@@ -826,18 +879,45 @@ static void heap_fix(struct serve_fast *f, int i, struct fast_node n)
 static void slot_event(struct serve_fast *f, int k, int kind, mp_time t, mp_time sched)
 {
     f->kind[k] = kind;
-    if (f->pos[k] < 0) f->pos[k] = f->n_heap++;
-    heap_fix(f, f->pos[k], (struct fast_node){ t, sched, k });
+    struct fast_node n = { t, sched, k };
+    int q = kind;
+    unsigned m = f->ring_n - 1;
+    if (f->ftail[q] == f->fhead[q] || !node_less(&n, &f->fifo[q][(f->ftail[q] - 1) & m])) {
+        f->fifo[q][f->ftail[q]++ & m] = n;
+        return;
+    }
+    f->pos[k] = f->n_heap++;
+    heap_fix(f, f->pos[k], n);
 }
 
-static void slot_idle(struct serve *s, int k)
+/* Where the earliest pending slot event is: a FIFO (0, 1), the heap (2),
+ * or none (−1). */
+static int slot_peek(const struct serve_fast *f, const struct fast_node **top)
 {
-    struct serve_fast *f = s->fast;
-    int i = f->pos[k];
-    if (i < 0) return;
-    f->pos[k] = -1;
-    if (i == --f->n_heap) return;
-    heap_fix(f, i, f->heap[f->n_heap]);
+    int src = -1;
+    const struct fast_node *b = NULL;
+    unsigned m = f->ring_n - 1;
+    for (int q = 0; q < 2; q++)
+        if (f->ftail[q] != f->fhead[q] && (!b || node_less(&f->fifo[q][f->fhead[q] & m], b))) {
+            b = &f->fifo[q][f->fhead[q] & m];
+            src = q;
+        }
+    if (f->n_heap > 0 && (!b || node_less(&f->heap[0], b))) {
+        b = &f->heap[0];
+        src = 2;
+    }
+    *top = b;
+    return src;
+}
+
+static void slot_pop(struct serve_fast *f, int src)
+{
+    if (src < 2) {
+        f->fhead[src]++;
+        return;
+    }
+    f->pos[f->heap[0].k] = -1;
+    if (--f->n_heap > 0) heap_fix(f, 0, f->heap[f->n_heap]);
 }
 
 /* ---- walks */
@@ -860,6 +940,57 @@ static mp_time class_time(struct serve *s, int c, const struct serve_slot *sl)
     return m->d;
 }
 
+/* st[] holds walk a's times on every stage, and a started every stage
+ * from jf on when it arrived there: a is the anchor, nothing is lazy. */
+static void mx_reset(struct serve_fast *f, const struct serve_walk *a, int jf)
+{
+    if (f->mx) memset(f->conv, 0, ((size_t)f->n_hcls + 1) * sizeof *f->conv);
+    f->mx = f->virt = false;
+    f->j0 = 0;
+    f->jf = jf;
+    memcpy(f->ad, a->d, (size_t)f->n_cls * sizeof *f->ad);
+    memcpy(f->aser, a->ser, ((size_t)f->n_hcls + 1) * sizeof *f->aser);
+}
+
+/* Convoys. Walk w has just ended its pass on stage s ≤ S − 2 no later than
+ * the link there frees after the previous walk p (true time L): its hop
+ * starts at L, so it reaches s + 1 at L + ser + lat (ser, d: w's times;
+ * primes: stage s + 1 and the hand-off out of it). Where p started s + 1
+ * on arrival (past j0, or from jf), p ended there at L + lat + dp'. If
+ * ser ≥ dp', w too starts s + 1 on arrival and ends at L + ser + lat + d';
+ * if that is no later than p's true link-free time L' on s + 1, w's hop
+ * waits for the link again, and so on by induction to the last stage: each
+ * hop of w frees its link ser after p's, each stage w ends its hop's
+ * arrival + d. L' ≥ (p's end on s + 1) + serp' = L + lat + dp' + serp',
+ * and, the anchor A having reached s + 1 at its own link-free time + lat
+ * and held the link for its serialisation, L' − L ≥ lat + dA' + serA' +
+ * conv' − conv. So per distinct (hop class of s, class of s + 1, hop
+ * class of s + 1) this suffices: ser ≥ dp' and ser + d' at most the larger
+ * of dp' + serp' and dA' + serA' + conv' − conv. Nothing is assumed about
+ * the sizes of w and p: the sums decide. */
+static bool conv_holds(const struct serve_fast *f, const struct serve_walk *w,
+                       const struct serve_walk *p)
+{
+    for (int i = 0; i < f->n_tup; i++) {
+        int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
+        if (w->ser[h] < p->d[c2]) return false;
+        if (h2 < 0) continue;
+        mp_time a = p->d[c2] + p->ser[h2];
+        mp_time b = f->ad[c2] + f->aser[h2] + f->conv[h2] - f->conv[h];
+        if (w->ser[h] + w->d[c2] > (a > b ? a : b)) return false;
+    }
+    return true;
+}
+
+/* Walk w joins the convoy at stage j (conv_holds): from j on its hops free
+ * their links ser after the previous walk's; stages past j are lazy. */
+static void conv_join(struct serve_fast *f, const struct serve_walk *w, int j)
+{
+    for (int h = 0; h <= f->n_hcls; h++) f->conv[h] += w->ser[h];
+    f->mx = true;
+    f->j0 = j;
+}
+
 /* Write walk w's times on every stage into st[] (w waited nowhere: each
  * time is t0 plus the stage and hop times before it). */
 static void fast_write(struct serve *s, const struct serve_walk *w)
@@ -877,11 +1008,51 @@ static void fast_write(struct serve *s, const struct serve_walk *w)
     }
 }
 
+/* Write the virtual anchor's times into st[], and stage 0's true free time. */
+static void virt_write(struct serve *s)
+{
+    struct serve_fast *f = s->fast;
+    struct serve_walk a = { .t0 = f->at0, .d = f->ad, .ser = f->aser };
+    fast_write(s, &a);
+    f->st[0].free_at = f->F0;
+    f->virt = false;
+}
+
+/* Walk w has caught up at stage 0 (its hop there waits for the link) and
+ * conv_holds: it joins the convoy at stage 0 without touching st[] (virt:
+ * the anchor's link-free time there is at0 + dA + serA). Its end on the
+ * last stage is the anchor's hop into it (aend − dA there) plus the
+ * convoy's serialisations on that hop plus its own time there. */
+static void virt_join(struct serve_fast *f, const struct serve_walk *w, int S, mp_time e0,
+                      mp_time *start, mp_time *end)
+{
+    conv_join(f, w, 0);
+    f->virt = true;
+    f->F0 = e0;
+    int last = f->cls[S - 1];
+    *end = f->aend - f->ad[last] + f->conv[f->hcls[S - 2]] + w->d[last];
+    *start = *end - w->d[last];
+}
+
 /* Bring st[] and the stage reports' last_end up to the previous walk. */
 static void fast_sync(struct serve *s)
 {
     struct serve_fast *f = s->fast;
-    if (f->stale) fast_write(s, &f->w[f->cur ^ 1]);
+    const struct serve_walk *p = &f->w[f->cur ^ 1];
+    if (f->stale) {
+        fast_write(s, p);
+        mx_reset(f, p, 0); /* it waited nowhere */
+    } else if (f->mx) {
+        if (f->virt) virt_write(s);
+        /* The lazy stages' true times (fast_init's fields above). */
+        mp_time L = 0;
+        for (int st = f->j0; st < s->stages; st++) {
+            struct fast_stage *x = &f->st[st];
+            if (st > f->j0) x->free_at = L + x[-1].lat + p->d[x->cls];
+            if (st + 1 < s->stages) L = x->link_at += f->conv[x->hcls];
+        }
+        mx_reset(f, p, f->j0 + 1);
+    }
     f->stale = false;
     if (f->last_end_lags)
         for (int st = 0; st < s->stages; st++) s->res.stage[st].last_end = f->st[st].free_at;
@@ -943,6 +1114,7 @@ static void walk(struct serve *s, int k, mp_time now)
         end = now + w->span; /* exact: it waits nowhere, so ends by any horizon */
         start = end - w->d[last];
         f->stale = true;
+        if (f->mx) mx_reset(f, w, 0); /* st[] is stale whole: nothing lazy left */
         f->last_end_lags = true;
         by_class = true;
     } else if (f->lean && started && H <= 0) {
@@ -952,35 +1124,128 @@ static void walk(struct serve *s, int k, mp_time now)
         const mp_time *d = w->d, *ser = w->ser;
         mp_time t = now;
         start = end = now;
-        if (f->stale) {
+        bool vjoined = false;
+        if (f->stale && S >= 2) {
+            /* p waited nowhere. If this walk's hop on stage 0 waits for
+             * p's, p becomes the (virtual) anchor and this walk may join
+             * the convoy there; nothing lazy is left (the clear walk reset
+             * it), so conv is zero. */
+            struct fast_stage *x0 = f->st;
+            mp_time pend = p->t0 + p->d[x0->cls];
+            mp_time e0 = (now > pend ? now : pend) + d[x0->cls];
+            if (e0 <= pend + p->ser[x0->hcls]) {
+                memcpy(f->ad, p->d, (size_t)f->n_cls * sizeof *f->ad);
+                memcpy(f->aser, p->ser, ((size_t)f->n_hcls + 1) * sizeof *f->aser);
+                f->jf = 0;
+                if (conv_holds(f, w, p)) {
+                    f->at0 = p->t0;
+                    f->aend = p->t0 + p->span;
+                    virt_join(f, w, S, e0, &start, &end);
+                    f->stale = false;
+                    vjoined = true;
+                }
+            }
+        } else if (f->virt) {
+            /* The same at stage 0 behind the last walk of a virtual convoy. */
+            struct fast_stage *x0 = f->st;
+            mp_time L = f->at0 + f->ad[x0->cls] + f->aser[x0->hcls] + f->conv[x0->hcls];
+            mp_time e0 = (now > f->F0 ? now : f->F0) + d[x0->cls];
+            if (e0 <= L && conv_holds(f, w, p)) {
+                virt_join(f, w, S, e0, &start, &end);
+                vjoined = true;
+            } else {
+                virt_write(s);
+            }
+        }
+        if (vjoined) {
+            /* Joined at stage 0: nothing per stage. */
+        } else if (f->stale) {
             /* p waited nowhere: its times come from its offsets, here
              * rather than through st[] (fast_write) first. */
             const mp_time *pd = p->d, *pser = p->ser;
             mp_time tp = p->t0;
-            for (int st = 0;; st++) {
-                struct fast_stage *x = &f->st[st];
+            /* The last stage outside the loop: no test per stage. */
+            struct fast_stage *x = f->st, *xe = f->st + S - 1;
+            int kf = -1; /* last stage it waited on */
+            for (; x < xe; x++) {
                 mp_time pend = tp + pd[x->cls];
+                if (pend > t) kf = (int)(x - f->st);
                 start = t > pend ? t : pend;
                 end = start + d[x->cls];
                 x->free_at = end;
-                if (st + 1 == S) break;
                 mp_time plink = pend + pser[x->hcls];
                 mp_time link = end > plink ? end : plink;
                 x->link_at = link + ser[x->hcls];
                 t = x->link_at + x->lat;
                 tp = plink + x->lat;
             }
+            mp_time pend = tp + pd[x->cls];
+            if (pend > t) kf = S - 1;
+            start = t > pend ? t : pend;
+            end = start + d[x->cls];
+            x->free_at = end;
             f->stale = false;
+            mx_reset(f, w, kf + 1);
         } else {
-            for (int st = 0;; st++) {
-                struct fast_stage *x = &f->st[st];
-                start = t > x->free_at ? t : x->free_at;
+            /* Stages before j0 hold the previous walk's times, later ones
+             * are lazy (mx). Where this walk's hop waits for the link and
+             * conv_holds, it stays so to the end: it joins the convoy. */
+            struct fast_stage *x = f->st, *xe = f->st + S - 1;
+            struct fast_stage *xj = f->mx ? f->st + f->j0 : xe;
+            struct fast_stage *xf = f->st + (f->mx ? S : f->jf > 0 ? f->jf - 1 : 0);
+            int holds = -1, kf = -1; /* conv_holds once asked; last stage waited on */
+            bool joined = false;
+            for (; x < xj; x++) {
+                mp_time F = x->free_at;
+                if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
                 end = start + d[x->cls];
                 x->free_at = end;
-                if (st + 1 == S) break;
-                mp_time link = end > x->link_at ? end : x->link_at;
+                mp_time L = x->link_at;
+                if (end <= L && x >= xf && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
+                    conv_join(f, w, (int)(x - f->st));
+                    joined = true;
+                    break;
+                }
+                mp_time link = end > L ? end : L;
                 x->link_at = link + ser[x->hcls];
                 t = x->link_at + x->lat;
+            }
+            if (!joined && f->mx) {
+                /* The lazy stages: true times from conv and the previous
+                 * walk's, read before this walk overwrites them. */
+                mp_time Lprev = 0;
+                for (;; x++) {
+                    mp_time F = x == xj ? x->free_at : Lprev + x[-1].lat + p->d[x->cls];
+                    if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
+                    end = start + d[x->cls];
+                    x->free_at = end;
+                    if (x == xe) break;
+                    mp_time L = x->link_at + f->conv[x->hcls];
+                    if (end <= L && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
+                        conv_join(f, w, (int)(x - f->st));
+                        joined = true;
+                        break;
+                    }
+                    Lprev = L;
+                    mp_time link = end > L ? end : L;
+                    x->link_at = link + ser[x->hcls];
+                    t = x->link_at + x->lat;
+                }
+            } else if (!joined) {
+                mp_time F = x->free_at;
+                if (F > t) { kf = S - 1; start = F; } else start = t;
+                end = start + d[x->cls];
+                x->free_at = end;
+            }
+            if (joined) {
+                /* Its end on the last stage: the last hop's true link-free
+                 * time (now with this walk's serialisation), its latency,
+                 * its stage time there. */
+                struct fast_stage *y = xe - 1;
+                end = y->link_at + f->conv[y->hcls] + y->lat + d[xe->cls];
+                start = end - d[xe->cls];
+            } else {
+                mx_reset(f, w, kf + 1);
             }
         }
     } else {
@@ -1007,6 +1272,7 @@ static void walk(struct serve *s, int k, mp_time now)
             }
             t = link + w->ser[x->hcls] + x->lat;
         }
+        mx_reset(f, w, S); /* where it started on arrival is not tracked here */
     }
     w->lag = end - (now + w->span); /* ≥ 0; a wait anywhere shows here */
     w->t0 = now + w->lag;
@@ -1028,9 +1294,11 @@ static void fast_run(struct serve *s)
     int next = 0;
     for (;;) {
         mp_time ta = next < s->n_req ? s->req[next].arrival : INT64_MAX;
-        bool slot = f->n_heap > 0 && f->heap[0].t <= ta;
+        const struct fast_node *top;
+        int src = slot_peek(f, &top);
+        bool slot = src >= 0 && top->t <= ta;
         if (!slot && next >= s->n_req) break;
-        mp_time now = slot ? f->heap[0].t : ta;
+        mp_time now = slot ? top->t : ta;
         if (H > 0 && now > H) break;
         s->now = now;
         f->events++;
@@ -1042,13 +1310,14 @@ static void fast_run(struct serve *s)
             wake_idle(s, now);
             continue;
         }
-        int k = f->heap[0].k;
-        if (f->heap[0].t == f->last_t && f->heap[0].sched == f->last_s) {
+        int k = top->k;
+        if (top->t == f->last_t && top->sched == f->last_s) {
             f->tie = true;
             return;
         }
-        f->last_t = f->heap[0].t;
-        f->last_s = f->heap[0].sched;
+        f->last_t = top->t;
+        f->last_s = top->sched;
+        slot_pop(f, src); /* top is stale from here */
         if (f->kind[k] == FAST_DONE) {
             int emits = (int)s->slot[k].emits;
             if (emits < 1) emits = 1;

@@ -49,7 +49,9 @@
  * stage's and hop's free time left by the pass before it, and the event loop
  * handles only arrivals, pass ends at the last stage and returns to stage 0;
  * a walk that provably meets no earlier pass costs O(stage classes), not
- * O(stages). The results are those of one event per stage pass and hop,
+ * O(stages), and so does one that provably trails the pass before it on
+ * every link from some stage on (a convoy: its times there are the earlier
+ * passes' plus per-hop-class offsets). The results are those of one event per stage pass and hop,
  * which the loop still runs when passes are recorded (serve_run_recorded),
  * when hand-off routes share links, or after an exact tie it cannot order
  * (serve.c, "The walk-at-a-time loop"). */
