@@ -6,11 +6,13 @@
 # Markdown table (docs/sweeps.md, "Comparing hardware before buying").
 #
 #   sh bench/compare-hardware.sh [MPSIM]     (default bin/mpsim)
+#   sh bench/compare-hardware.sh BENCH_DIR MPSIM   (as bench/run calls every bench/*.sh)
 #
 # Each row is a one-point `mpsim sweep` (its CSV has the exact figures and
 # the cost columns for a 1T-token budget); the layout and chip come from
 # `mpsim run`'s summary of the same scenario.
 MPSIM=${1:-bin/mpsim}
+[ $# -ge 2 ] && MPSIM=$2
 T=$(mktemp -d /tmp/mpsim-compare-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 cd "$(dirname "$0")/.." || exit 2
