@@ -8,25 +8,11 @@
  * rows of a stage and get the report's busy time back exactly. */
 #include "serve.h"
 
-#include <inttypes.h>
 #include <string.h>
 
 #include <csv.h>
 
-/* Exact decimal seconds from picoseconds (non-negative here). */
-static void fmt_seconds(char *buf, size_t size, mp_time t)
-{
-    uint64_t a = t < 0 ? 0 : (uint64_t)t;
-    snprintf(buf, size, "%" PRIu64 ".%012" PRIu64, a / (uint64_t)1000000000000,
-             a % (uint64_t)1000000000000);
-}
-
-/* Exact microseconds from picoseconds, for the Chrome trace. */
-static void fmt_micros(char *buf, size_t size, mp_time t)
-{
-    uint64_t a = t < 0 ? 0 : (uint64_t)t;
-    snprintf(buf, size, "%" PRIu64 ".%06" PRIu64, a / (uint64_t)1000000, a % (uint64_t)1000000);
-}
+#include "units.h"
 
 /* The kind of a pass: what its members are doing. A pass that mixes prompt
  * chunks with decode tokens is the signature of continuous batching, so it
@@ -73,7 +59,7 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
     meta(f, -1, -1, label);
     snprintf(label, sizeof label, "schedule=serving (%d slots x %d)", r->slots, r->micro_batch);
     meta(f, -1, -1, label);
-    fmt_seconds(a, sizeof a, r->makespan);
+    units_format_seconds_exact(r->makespan, a, (int)sizeof a);
     snprintf(label, sizeof label, "step_time_s=%s", a);
     meta(f, -1, -1, label);
     snprintf(label, sizeof label, "bubble=%.6f",
@@ -99,8 +85,8 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
     for (size_t i = 0; i < rc->n_pass; i++) {
         const struct serve_pass_rec *p = &rc->pass[i];
         const struct serve_stage_report *x = &r->stage[p->stage];
-        fmt_seconds(a, sizeof a, p->start);
-        fmt_seconds(b, sizeof b, p->end);
+        units_format_seconds_exact(p->start, a, (int)sizeof a);
+        units_format_seconds_exact(p->end, b, (int)sizeof b);
         pass_label(label, sizeof label, p);
         fprintf(f, "%d,%d,compute,%s,%d,-1,%d,%d,%s,%s,0,,", x->chip, p->stage, pass_kind(p),
                 p->slot, x->layer_first, x->layer_last, a, b);
@@ -110,8 +96,8 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
     for (size_t i = 0; i < rc->n_hop; i++) {
         const struct serve_hop_rec *h = &rc->hop[i];
         bool back = h->stage == r->stages - 1;
-        fmt_seconds(a, sizeof a, h->start);
-        fmt_seconds(b, sizeof b, h->end);
+        units_format_seconds_exact(h->start, a, (int)sizeof a);
+        units_format_seconds_exact(h->end, b, (int)sizeof b);
         if (back) snprintf(label, sizeof label, "tokens of slot %d back to stage 0", h->slot);
         else snprintf(label, sizeof label, "activations of slot %d to stage %d", h->slot,
                       h->stage + 1);
@@ -127,7 +113,7 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
                 r->stage[st].weights, r->stage[st].weights);
     for (size_t i = 0; i < rc->n_kv; i++) {
         const struct serve_kv_rec *k = &rc->kv[i];
-        fmt_seconds(a, sizeof a, k->t);
+        units_format_seconds_exact(k->t, a, (int)sizeof a);
         fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,%s,%s,%.0f,%.0f,kv\n", r->stage[k->stage].chip,
                 k->stage, a, a, k->delta, r->stage[k->stage].weights + k->in_use);
     }
@@ -154,8 +140,8 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     char ts[48], dur[48];
     for (size_t i = 0; rc && i < rc->n_pass; i++) {
         const struct serve_pass_rec *p = &rc->pass[i];
-        fmt_micros(ts, sizeof ts, p->start);
-        fmt_micros(dur, sizeof dur, p->end - p->start);
+        units_format_micros_exact(p->start, ts, (int)sizeof ts);
+        units_format_micros_exact(p->end - p->start, dur, (int)sizeof dur);
         fprintf(f, "%s{\"name\":\"%s slot %d\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
                    "\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,\"prefill\":%d,"
                    "\"prefill_tokens\":%d,\"decode\":%d}}",
@@ -164,8 +150,8 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     }
     for (size_t i = 0; rc && i < rc->n_hop; i++) {
         const struct serve_hop_rec *h = &rc->hop[i];
-        fmt_micros(ts, sizeof ts, h->start);
-        fmt_micros(dur, sizeof dur, h->end - h->start);
+        units_format_micros_exact(h->start, ts, (int)sizeof ts);
+        units_format_micros_exact(h->end - h->start, dur, (int)sizeof dur);
         fprintf(f, "%s{\"name\":\"send slot %d\",\"cat\":\"send\",\"ph\":\"X\",\"pid\":%d,"
                    "\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,"
                    "\"bytes\":%.0f}}",
@@ -174,7 +160,7 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     /* One counter per chip: KV + state in use (weights are constant). */
     for (size_t i = 0; rc && i < rc->n_kv; i++) {
         const struct serve_kv_rec *k = &rc->kv[i];
-        fmt_micros(ts, sizeof ts, k->t);
+        units_format_micros_exact(k->t, ts, (int)sizeof ts);
         fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
                    "\"args\":{\"kv\":%.0f}}", sep, r->stage[k->stage].chip, ts, k->in_use);
     }
