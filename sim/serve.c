@@ -15,7 +15,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define POW_TAB 64
 
@@ -46,13 +45,6 @@ struct serve_slot {
 
 enum { EV_ARRIVAL, EV_STAGE_DONE, EV_HOP_DONE, EV_RETURN, EV_HORIZON };
 #define EV_SHIFT 3
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- checks ------------------------------------------------------------- */
 
@@ -1512,13 +1504,13 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
 int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
                        struct mp_error *err)
 {
-    double t0 = now_seconds();
+    double t0 = mp_wall_seconds();
     int rc = run_mode(s, cfg, record, false, err);
     if (!rc && s->fast && s->fast->tie) {
         serve_release(s);
         rc = run_mode(s, cfg, record, true, err);
     }
-    if (!rc) s->res.sim_wall_s = now_seconds() - t0;
+    if (!rc) s->res.sim_wall_s = mp_wall_seconds() - t0;
     return rc;
 }
 
