@@ -10,7 +10,7 @@ V ?= 0
 Q := $(if $(filter 1,$(V)),,@)
 # `make MPI=1` links OpenMPI so that `mpirun -n K mpsim sweep ...` shares a
 # sweep's grid over K ranks (docs/sweeps.md).  Its objects differ (only
-# sim/sweep_mpi.c reads MPSIM_MPI, but make does not track flags), so it
+# sim/explore/sweep_mpi.c reads MPSIM_MPI, but make does not track flags), so it
 # builds in build-mpi/ unless BUILD and BIN say otherwise.
 MPI ?= 0
 ifeq ($(MPI),1)
@@ -28,7 +28,7 @@ PKGS     := gsl inih libcjson plplot
 VIZ_PKGS := sdl2 SDL2_ttf SDL2_image
 
 CFLAGS  := -std=c11 -Wall -Wextra -Werror -O2 -g -D_POSIX_C_SOURCE=200809L \
-           -DMPSIM_DATADIR='"$(CURDIR)"' -I. -Isim -Isim/strategy -Imodels -Ihardware \
+           -DMPSIM_DATADIR='"$(CURDIR)"' -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null) $(MPI_CFLAGS) $(EXTRA_CFLAGS)
 LDLIBS  := $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lcsv -lm -lpthread $(MPI_LIBS) \
            $(EXTRA_LDFLAGS)
@@ -37,9 +37,13 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null)
 VIZ_CFLAGS   := $(shell pkg-config --cflags $(VIZ_PKGS) 2>/dev/null)
 VIZ_LIBS     := $(shell pkg-config --libs $(VIZ_PKGS) 2>/dev/null)
 
-# The library: everything under sim/, sim/strategy/, models/, hardware/ but the CLI.
-LIB_SRC := $(filter-out sim/main.c sim/cli%,$(wildcard sim/*.c sim/strategy/*.c models/*.c hardware/*.c))
-CLI_SRC := sim/main.c $(wildcard sim/cli*.c)
+# The library: every layer folder (sim/LAYERS, README.md in each says what it
+# may include), models/ and hardware/; the command line lives in sim/cli/.
+# Includes are written from the project root ("sim/engine/engine.h"), or bare
+# within one folder, so -I. is the only include path.
+LAYERS  := io engine strategy train serve explore
+LIB_SRC := $(wildcard sim/*.c $(LAYERS:%=sim/%/*.c) models/*.c hardware/*.c)
+CLI_SRC := $(wildcard sim/cli/*.c)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 LIB     := $(BUILD)/libmpsim.a
@@ -84,7 +88,7 @@ $(BUILD)/%.o: %.c
 $(BUILD)/viz/%.o: viz/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) $(VIZ_CFLAGS) -Iviz -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(VIZ_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -104,7 +108,7 @@ $(BIN)/mpsim-view: $(VIZ_SDL_OBJ) $(VIZ_CORE_OBJ) $(LIB)
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
-	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -Iviz -MMD -MP -c $< -o $@
+	$(Q)$(CC) $(CFLAGS) $(CHECK_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/check_%: $(BUILD)/tests/check_%.o $(TEST_UTIL) $(VIZ_CORE_OBJ) $(LIB)
 	@$(if $(Q),echo "  LD      $@")

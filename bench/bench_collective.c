@@ -14,10 +14,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "chip.h"
-#include "collective.h"
-#include "engine.h"
-#include "system.h"
+#include "hardware/chip.h"
+#include "sim/strategy/collective.h"
+#include "sim/engine/engine.h"
+#include "hardware/system.h"
 
 static double now(void)
 {

@@ -13,7 +13,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "eventq.h"
+#include "sim/engine/eventq.h"
 
 static double now(void)
 {

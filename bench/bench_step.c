@@ -4,8 +4,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "config.h"
-#include "sim.h"
+#include "sim/io/config.h"
+#include "sim/train/sim.h"
 
 int main(int argc, char **argv)
 {

@@ -4,7 +4,7 @@
 #ifndef MPSIM_CHIP_H
 #define MPSIM_CHIP_H
 
-#include "common.h"
+#include "sim/common.h"
 
 struct chip {
     char name[64];          /* catalogue key, e.g. "h100-sxm" */

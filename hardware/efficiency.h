@@ -14,7 +14,7 @@
 #define MPSIM_EFFICIENCY_H
 
 #include "chip.h"
-#include "common.h"
+#include "sim/common.h"
 
 #define EFF_MAX_POINTS 16
 

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "units.h"
+#include "sim/io/units.h"
 
 /* Beyond these the arrays stop being a machine and start being a typo. */
 #define MAX_CHIPS (1 << 24)

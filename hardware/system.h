@@ -10,7 +10,7 @@
 #define MPSIM_SYSTEM_H
 
 #include "chip.h"
-#include "common.h"
+#include "sim/common.h"
 
 enum topology {
     TOPO_SWITCH,    /* every chip has one up and one down link to a switch */

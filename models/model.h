@@ -12,7 +12,7 @@
 
 #include <stdbool.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 enum layer_kind { LAYER_EMBEDDING, LAYER_DECODER, LAYER_LM_HEAD };
 enum attn_kind { ATTN_FULL, ATTN_LINEAR, ATTN_MLA };

@@ -19,14 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "chip.h"
-#include "config.h"
-#include "model.h"
-#include "serve.h"
-#include "sim.h"
-#include "system.h"
+#include "hardware/chip.h"
+#include "sim/io/config.h"
+#include "models/model.h"
+#include "sim/serve/serve.h"
+#include "sim/train/sim.h"
+#include "hardware/system.h"
 #include "testutil.h"
-#include "timeline.h"
+#include "viz/timeline.h"
 
 enum fmt { F_SCEN, F_SET, F_JSON, F_CSV, F_SYS, F_TRACE, F_TIMELINE, F_ARGS };
 

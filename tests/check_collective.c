@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "collective.h"
-#include "engine.h"
-#include "system.h"
+#include "sim/strategy/collective.h"
+#include "sim/engine/engine.h"
+#include "hardware/system.h"
 #include "testutil.h"
 
 #define US MP_PS_PER_US

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 #include "testutil.h"
-#include "units.h"
+#include "sim/io/units.h"
 
 #define has(msg, part) \
     ck_assert_msg(strstr((msg), (part)) != NULL, "'%s' not in message: %s", (part), (msg))

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "cost.h"
-#include "sim.h"
+#include "sim/train/cost.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 START_TEST(purchase_price_amortised_over_three_years)

@@ -1,7 +1,7 @@
 /* check_engine.c — the engine on hand-made task graphs, every time by hand. */
 #include <string.h>
 
-#include "engine.h"
+#include "sim/engine/engine.h"
 #include "testutil.h"
 
 static int add(struct taskgraph *g, int chip, int stream, mp_time d)

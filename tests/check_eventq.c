@@ -3,7 +3,7 @@
 
 #include <gsl/gsl_rng.h>
 
-#include "eventq.h"
+#include "sim/engine/eventq.h"
 #include "testutil.h"
 
 struct ref { mp_time time; int prio; uint64_t seq; int64_t data; int live; };

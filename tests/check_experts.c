@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "experts.h"
-#include "sim.h"
+#include "sim/io/config.h"
+#include "sim/strategy/experts.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 static struct mp_error err;

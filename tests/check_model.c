@@ -4,7 +4,7 @@
  * table (cases.md §4), and messages for broken config files. */
 #include "testutil.h"
 #include "models/model.h"
-#include "config.h"
+#include "sim/io/config.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "sim/serve/plan.h"
 #include "testutil.h"
 
 /* One kimi-k3 decoder, by hand (models/README.md, kimi-k3):

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plot.h"
+#include "sim/explore/plot.h"
 #include "testutil.h"
 
 static const char sweep_a[] =

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "schedule.h"
+#include "sim/strategy/schedule.h"
 #include "testutil.h"
 
 /* ---- helpers ----------------------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 #define MS MP_PS_PER_MS

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "search.h"
-#include "sim.h"
+#include "sim/explore/search.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 static void load(struct config *cfg, const char *text)

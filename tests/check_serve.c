@@ -1,4 +1,4 @@
-/* check_serve.c — serving through a pipeline (sim/serve.h): one request by
+/* check_serve.c — serving through a pipeline (sim/serve/serve.h): one request by
  * hand, the KV bound of the wafer case, saturation, Little's law, the JSON
  * keys and every [inference] key's bad values. */
 #define _GNU_SOURCE /* open_memstream */
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "serve.h"
+#include "sim/serve/serve.h"
 #include "testutil.h"
-#include "timeline.h"
+#include "viz/timeline.h"
 
 #define US MP_PS_PER_US
 

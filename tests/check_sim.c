@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collective.h"
-#include "report.h"
-#include "sim.h"
+#include "sim/strategy/collective.h"
+#include "sim/train/report.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 #define MS MP_PS_PER_MS

@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sweep.h"
+#include "sim/explore/sweep.h"
 #include "testutil.h"
 
 /* The textbook pipeline: forward 1 ms, backward 1 + 1 ms per stage. */

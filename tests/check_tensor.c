@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "model.h"
-#include "sim.h"
+#include "sim/io/config.h"
+#include "models/model.h"
+#include "sim/train/sim.h"
 #include "testutil.h"
 
 static struct mp_error err;

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "testutil.h"
-#include "units.h"
+#include "sim/io/units.h"
 
 static mp_time dur(const char *text)
 {

@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app.h"
-#include "draw.h"
-#include "layout.h"
+#include "viz/app.h"
+#include "viz/draw.h"
+#include "viz/layout.h"
 #include "testutil.h"
-#include "timeline.h"
+#include "viz/timeline.h"
 
 #define MS MP_PS_PER_MS
 #define GiB ((int64_t)1 << 30)

@@ -1,6 +1,6 @@
 /* testutil.c — see testutil.h. */
 #include "testutil.h"
-#include "common.h"
+#include "sim/common.h"
 
 #include <stdio.h>
 #include <stdlib.h>

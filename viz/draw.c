@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "sim/common.h"
 #include "timeline.h"
 
 viz_color viz_kind_color(unsigned kind)

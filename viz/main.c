@@ -11,13 +11,13 @@
 #include <string.h>
 
 #include "app.h"
-#include "common.h"
+#include "sim/common.h"
 #include "layout.h"
 #include "render_sdl.h"
-#include "config.h"
-#include "report.h"
-#include "serve.h"
-#include "sim.h"
+#include "sim/io/config.h"
+#include "sim/train/report.h"
+#include "sim/serve/serve.h"
+#include "sim/train/sim.h"
 #include "timeline.h"
 
 #define MAX_SETS 64

@@ -5,7 +5,7 @@
 #define MPSIM_VIZ_RENDER_SDL_H
 
 #include "app.h"
-#include "common.h"
+#include "sim/common.h"
 #include "draw.h"
 
 /* Open the DejaVu Sans font ($MPSIM_FONT first, then the usual places) at

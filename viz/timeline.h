@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 /* A chip's two queues (DESIGN.md §2). */
 enum tl_stream { TL_COMPUTE = 0, TL_COMM = 1, TL_STREAMS = 2 };

@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-#include "config.h"
-#include "outfile.h"
+#include "sim/io/config.h"
+#include "sim/io/outfile.h"
 
 int cli_fail(const struct mp_error *err)
 {

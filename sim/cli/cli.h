@@ -7,8 +7,8 @@
 
 #include <stdio.h>
 
-#include "common.h"
-#include "sim.h"
+#include "sim/common.h"
+#include "sim/train/sim.h"
 
 int cli_run(int argc, char **argv);        /* cli_run.c: one scenario, one step */
 int cli_list(int argc, char **argv);       /* cli_list.c: models, chips, keys, ... */

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chip.h"
+#include "hardware/chip.h"
 #include "cli.h"
-#include "collective.h"
-#include "engine.h"
-#include "system.h"
-#include "units.h"
+#include "sim/strategy/collective.h"
+#include "sim/engine/engine.h"
+#include "hardware/system.h"
+#include "sim/io/units.h"
 
 static const char collective_usage_text[] =
     "usage: mpsim collective --system S --op OP --bytes SIZE --chips N [--algo A] [--sweep]\n"

@@ -3,12 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chip.h"
+#include "hardware/chip.h"
 #include "cli.h"
-#include "config.h"
-#include "model.h"
-#include "schedule.h"
-#include "system.h"
+#include "sim/io/config.h"
+#include "models/model.h"
+#include "sim/strategy/schedule.h"
+#include "hardware/system.h"
 
 /* Files in <data>/<subdir> ending in `ext`, sorted, for `list`. */
 static int list_dir(const char *subdir, const char *ext, char names[][128], int max)

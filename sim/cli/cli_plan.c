@@ -1,11 +1,11 @@
 /* cli_plan.c — `mpsim plan`: place a scenario's model on chips by memory and
- * print the chip count and the layer map (sim/plan.h). */
+ * print the chip count and the layer map (sim/serve/plan.h). */
 #include <stdbool.h>
 #include <string.h>
 
 #include "cli.h"
-#include "config.h"
-#include "plan.h"
+#include "sim/io/config.h"
+#include "sim/serve/plan.h"
 
 static const char plan_usage_text[] =
     "usage: mpsim plan SCENARIO.ini [--set section.key=value]... [--json]\n"

@@ -2,9 +2,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "plot.h"
-#include "sweep.h"
-#include "units.h"
+#include "sim/explore/plot.h"
+#include "sim/explore/sweep.h"
+#include "sim/io/units.h"
 
 static const char plot_usage_text[] =
     "usage: mpsim plot SWEEP.csv --x KEY --y METRIC [--by KEY] --out FILE.png|svg|pdf\n"

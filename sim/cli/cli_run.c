@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "config.h"
-#include "report.h"
-#include "sim.h"
+#include "sim/io/config.h"
+#include "sim/train/report.h"
+#include "sim/train/sim.h"
 
 static const char run_usage_text[] =
     "usage: mpsim run SCENARIO.ini [options]\n"

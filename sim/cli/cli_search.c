@@ -3,10 +3,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "config.h"
-#include "cost.h"
-#include "search.h"
-#include "units.h"
+#include "sim/io/config.h"
+#include "sim/train/cost.h"
+#include "sim/explore/search.h"
+#include "sim/io/units.h"
 
 static const char search_usage_text[] =
     "usage: mpsim search SCENARIO.ini --chips N [options]\n"

@@ -1,11 +1,11 @@
 /* cli_serve.c — `mpsim run` on a scenario with an [inference] section:
- * simulate serving (sim/serve.h) and print the summary or the JSON. */
+ * simulate serving (sim/serve/serve.h) and print the summary or the JSON. */
 #include <cJSON.h>
 
 #include "cli.h"
-#include "config.h"
-#include "outfile.h"
-#include "serve.h"
+#include "sim/io/config.h"
+#include "sim/io/outfile.h"
+#include "sim/serve/serve.h"
 
 /* Write one serving report through a temporary file renamed into place. */
 static int write_output(const char *path, void (*writer)(FILE *, const struct serve *),

@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "config.h"
-#include "cost.h"
-#include "sweep.h"
-#include "sweep_mpi.h"
-#include "units.h"
+#include "sim/io/config.h"
+#include "sim/train/cost.h"
+#include "sim/explore/sweep.h"
+#include "sim/explore/sweep_mpi.h"
+#include "sim/io/units.h"
 
 static const char sweep_usage_text[] =
     "usage: mpsim sweep SCENARIO.ini --vary section.key=VALUES [--vary ...] --out OUT.csv\n"

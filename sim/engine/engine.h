@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 #include "eventq.h"
 #include "taskgraph.h"
 

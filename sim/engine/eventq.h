@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 #define EVENTQ_MAX_PRIO 0xffff
 

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 enum stream_kind { STREAM_COMPUTE, STREAM_COMM, N_STREAMS };
 

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "sweep.h"
+#include "sweep_table.h"
 
 struct plot_options {
     const char *x, *y;   /* column names (a bare key name matches its dotted column) */

@@ -12,12 +12,12 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "cost.h"
-#include "model.h"
-#include "schedule.h"
-#include "sim.h"
+#include "sim/train/cost.h"
+#include "models/model.h"
+#include "sim/strategy/schedule.h"
+#include "sim/train/sim.h"
 #include "sweep.h"
-#include "system.h"
+#include "hardware/system.h"
 
 /* The bytes per parameter sim.c charges (mixed-precision Adam: fp32
  * gradients, fp32 master weights and two moments). The bound must not

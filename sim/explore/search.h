@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 
 struct search_options {
     int chips;            /* total chips (required) */

@@ -29,7 +29,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "config.h"
+#include "sim/io/config.h"
+#include "sweep_table.h"
 
 /* The metric columns, in order, after the varied keys. exposed_comm_s is
  * the sum over kinds (tp, pp, dp, ep) of sim_result.exposed_comm_s: the
@@ -38,7 +39,7 @@
     "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
     "usd_per_step,usd_per_mtok,budget_chip_hours"
 
-/* The metric columns of a serving sweep (sim/serve.h): step_time_s is the
+/* The metric columns of a serving sweep (sim/serve/serve.h): step_time_s is the
  * makespan, tokens_per_s output tokens per second; latencies in seconds
  * over completed requests; chips = pipeline stages; usd_per_mtok per
  * million output tokens (chips × makespan priced as cost.h says). */
@@ -78,10 +79,13 @@ int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *
                    struct mp_error *err);
 
 /* Expand one value list for `key` into `*values` (malloc'd strings, caller
- * frees them with sweep_values_free), as written, ranges expanded. */
+ * frees them with sweep_values_free, sweep_table.h), as written, ranges
+ * expanded. */
 int sweep_expand(const struct config_key *key, const char *list, char ***values, int *n,
                  struct mp_error *err);
-void sweep_values_free(char **values, int n);
+
+/* Which value of each axis point `index` takes (which[n_axes]). */
+void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
 
 /* `base` with point `index`'s values set. */
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
@@ -136,57 +140,5 @@ struct sim;
  * returned (`rc`, `err`) and left in `s`. `chips` fills that cell when the
  * run got no metrics. malloc'd. Shared with `mpsim search --out`. */
 char *sweep_row_tail(const struct sim *s, int rc, const struct mp_error *err, int chips);
-
-/* ---- reading a sweep CSV back (sweep_table.c) --------------------------- */
-
-/* Split one CSV line (without its newline) into cells with libcsv; free
- * them with sweep_values_free. -1 when it is not valid CSV. */
-int sweep_csv_split(const char *line, size_t len, char ***cells, int *n);
-
-/* A CSV held in memory, cells as text. */
-struct sweep_table {
-    char **col;   /* [n_cols] header names */
-    int n_cols;
-    char ***cell; /* [n_rows][n_cols] */
-    int n_rows;
-};
-
-/* Read a CSV (libcsv) whose first row is its header; every row must have the
- * header's width. MP_ERR_INPUT names the file and row. */
-int sweep_table_load(struct sweep_table *t, const char *path, struct mp_error *err);
-void sweep_table_release(struct sweep_table *t);
-
-/* Index of column `name`, or -1. */
-int sweep_table_col(const struct sweep_table *t, const char *name);
-
-/* As sweep_table_col, also matching a bare key name ("pp" for parallel.pp),
- * but a missing column fills `err` (MP_ERR_INPUT naming `flag`, with a
- * did-you-mean and the columns there are) before returning -1. */
-int sweep_table_need(const struct sweep_table *t, const char *name, const char *flag,
-                     struct mp_error *err);
-
-/* A cell as a number; NaN when empty or not a number. */
-double sweep_table_num(const struct sweep_table *t, int row, int col);
-
-/* Whether row `row` has feasible = true. */
-bool sweep_table_feasible(const struct sweep_table *t, int row);
-
-/* +1 when more of `column` is better (tokens_per_s, mfu, requests_completed,
- * requests_per_s), −1 when less is (step time, latencies, bubble, memory,
- * cost, anything else). */
-int sweep_metric_sense(const char *column);
-
-/* `--best METRIC`: the `top` best feasible rows, then each neighbour of the
- * best (one varied key one step away in the grid) with what it lost by:
- * step time, bubble, peak memory, exposed communication when the CSV has
- * it, or why it is infeasible. `varied` is the number of leading columns
- * that are varied keys. */
-int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const char *metric,
-                     int top, struct mp_error *err);
-
-/* `--pareto X,Y`: the feasible rows no other feasible row beats on both X
- * and Y (each in its sense), sorted by X. */
-int sweep_print_pareto(FILE *f, const struct sweep_table *t, int varied, const char *spec,
-                       struct mp_error *err);
 
 #endif

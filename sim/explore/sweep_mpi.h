@@ -17,7 +17,7 @@
 
 #include <stdbool.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 /* Join the MPI job (MPI_Init_thread, funneled); a process started without
  * mpirun/srun is a job of one. No-op without MPI. Pair with _finalize. */

@@ -1,9 +1,9 @@
 /* sweep_table.c — a sweep CSV read back (libcsv), and the two questions
  * people ask of it: which configurations are best and what their neighbours
  * lost by (--best), and which trade one metric for another (--pareto).
- * See sweep.h. Working from the file, not from memory, means a resumed
+ * See sweep_table.h. Working from the file, not from memory, means a resumed
  * sweep, or a CSV from yesterday, answers the same way. */
-#include "sweep.h"
+#include "sweep_table.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -13,6 +13,12 @@
 #include <string.h>
 
 #include <csv.h>
+
+void sweep_values_free(char **values, int n)
+{
+    for (int i = 0; i < n; i++) free(values[i]);
+    free(values);
+}
 
 /* ---- parsing ------------------------------------------------------------- */
 

@@ -13,11 +13,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 enum model_kind { MODEL_TRANSFORMER, MODEL_SYNTHETIC };
 enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
-/* [inference] choices, in the key table's order (sim/serve.h). */
+/* [inference] choices, in the key table's order (sim/serve/serve.h). */
 enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
 enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
@@ -82,7 +82,7 @@ struct config {
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
     } training;
 
-    /* Serving (sim/serve.h). `present` is set when any inference.* key is
+    /* Serving (sim/serve/serve.h). `present` is set when any inference.* key is
      * given (file or --set): `mpsim run` then simulates serving. */
     struct config_inference {
         bool present;
@@ -177,8 +177,13 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
 void config_format_value(const struct config *cfg, const struct config_key *key,
                          char *buf, size_t size);
 
-/* Cross-key checks once everything is set: global_batch divisible by
- * micro_batch × dp, degrees ≥ 1, and so on. MP_ERR_INPUT with the numbers. */
+/* Every key's value within its own range again (fields may have been written
+ * directly, not through config_set_key). MP_ERR_INPUT naming the key. */
+int config_check_keys(const struct config *cfg, struct mp_error *err);
+
+/* config_check_keys, then the cross-key checks once everything is set
+ * (config_check.c): global_batch divisible by micro_batch × dp, products of
+ * degrees within bounds, and so on. MP_ERR_INPUT with the numbers. */
 int config_check(const struct config *cfg, struct mp_error *err);
 
 /* Find a preset or file: `name` as a path relative to the scenario's folder

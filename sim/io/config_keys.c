@@ -81,7 +81,7 @@ const struct config_key config_keys[] = {
     KEY("training.memory_limit", CONFIG_MEM_AMOUNT, training.memory_limit, "0", NULL, 0,
         CONFIG_DEGREE_MAX, "zb-auto's activation limit per device: a number counts one microbatch's "
         "activations on a stage (M_B; 1F1B holds pp), a size (40GB) is bytes; 0 = pp × M_B"),
-    /* [inference]: serving (sim/serve.h, docs/serving.md). Any of these keys
+    /* [inference]: serving (sim/serve/serve.h, docs/serving.md). Any of these keys
      * makes `mpsim run` simulate serving instead of a training step. */
     KEY("inference.rate", CONFIG_DOUBLE, inference.rate, "5", NULL, 1e-6, 1e12,
         "Poisson arrival rate, requests per second"),

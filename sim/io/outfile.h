@@ -7,7 +7,7 @@
 
 #include <stdio.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 struct outfile {
     char path[1024];

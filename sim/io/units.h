@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 /* "1ms", "2 us", "0.5s", "250ns", "3ps"; a bare "0" is allowed (zero needs no
  * unit). Negative, NaN, infinite or beyond int64 picoseconds fail. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "system.h"
+#include "hardware/system.h"
 
 static void layer_cost(const struct model *m, int layer, const struct plan_params *p,
                        struct layer_cost *lc)

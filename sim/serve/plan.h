@@ -22,10 +22,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "chip.h"
-#include "common.h"
-#include "config.h"
-#include "model.h"
+#include "hardware/chip.h"
+#include "sim/common.h"
+#include "sim/io/config.h"
+#include "models/model.h"
 
 struct plan_params {
     double chip_mem;   /* bytes per chip */

@@ -2,7 +2,7 @@
  * are admitted when their KV cache fits, prefill and decode in microbatches
  * that flow stage to stage, and leave when their last token is out.
  *
- * Design: a discrete-event loop on the event queue (sim/eventq.h) directly,
+ * Design: a discrete-event loop on the event queue (sim/engine/eventq.h) directly,
  * not the task graph. Serving decides at run time what each microbatch holds
  * (who is admitted, how much of a prompt fits the token budget), so the work
  * cannot be laid out as a graph beforehand. The loop keeps the engine's rules:
@@ -54,7 +54,7 @@
  * passes' plus per-hop-class offsets). The results are those of one event per stage pass and hop,
  * which the loop still runs when passes are recorded (serve_run_recorded),
  * when hand-off routes share links, or after an exact tie it cannot order
- * (serve.c, "The walk-at-a-time loop"). */
+ * (serve_fast.c). */
 #ifndef MPSIM_SERVE_H
 #define MPSIM_SERVE_H
 
@@ -62,12 +62,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "chip.h"
-#include "common.h"
-#include "config.h"
-#include "eventq.h"
+#include "hardware/chip.h"
+#include "sim/common.h"
+#include "sim/io/config.h"
+#include "sim/engine/eventq.h"
 #include "plan.h"
-#include "system.h"
+#include "hardware/system.h"
 
 struct serve_request {
     mp_time arrival, admitted, first_token, done; /* -1 until reached */
@@ -189,7 +189,7 @@ struct serve {
     int n_idle;                /* slots idle at stage 0 (wake_idle stops at none) */
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
-    struct serve_fast *fast;   /* the walk-at-a-time loop (serve.c); NULL: per-stage events */
+    struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

@@ -12,7 +12,7 @@
 
 #include <csv.h>
 
-#include "units.h"
+#include "sim/io/units.h"
 
 /* The kind of a pass: what its members are doing. A pass that mixes prompt
  * chunks with decode tokens is the signature of continuous batching, so it

@@ -25,9 +25,9 @@
 
 #include <stdbool.h>
 
-#include "common.h"
-#include "system.h"
-#include "taskgraph.h"
+#include "sim/common.h"
+#include "hardware/system.h"
+#include "sim/engine/taskgraph.h"
 
 enum coll_op {
     COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER, COLL_ALL_TO_ALL,

@@ -32,8 +32,8 @@
 #include "collective.h"
 #include "pipeline.h"
 #include "schedule.h"
-#include "system.h"
-#include "taskgraph.h"
+#include "hardware/system.h"
+#include "sim/engine/taskgraph.h"
 
 struct dp_input {
     const struct pipe_program *prog;

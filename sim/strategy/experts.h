@@ -50,9 +50,9 @@
 
 #include <stdbool.h>
 
-#include "common.h"
-#include "model.h"
-#include "system.h"
+#include "sim/common.h"
+#include "models/model.h"
+#include "hardware/system.h"
 
 enum ep_routing { EP_UNIFORM, EP_ZIPF, EP_DIRICHLET, EP_TRACE };
 enum ep_a2a { EP_A2A_AUTO, EP_A2A_DIRECT, EP_A2A_HIERARCHICAL };

@@ -8,11 +8,11 @@
 #ifndef MPSIM_PIPELINE_H
 #define MPSIM_PIPELINE_H
 
-#include "common.h"
+#include "sim/common.h"
 #include "experts.h"
 #include "schedule.h"
-#include "system.h"
-#include "taskgraph.h"
+#include "hardware/system.h"
+#include "sim/engine/taskgraph.h"
 #include "tensor.h"
 
 /* What one microbatch costs on one pipeline stage. */

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 enum pipe_op_kind {
     PIPE_F,   /* forward of (mb, stage) */

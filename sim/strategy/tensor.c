@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 #include "experts.h"
 
 /* Building one pass. `pending` is the pass's latest collective that the next

@@ -33,8 +33,8 @@
 #include <stdbool.h>
 
 #include "collective.h"
-#include "model.h"
-#include "system.h"
+#include "models/model.h"
+#include "hardware/system.h"
 
 /* The kinds of pass, as the pipeline knows them. *_LAST are the same passes
  * for a stage's last backward of the step, cut per layer so data-parallel

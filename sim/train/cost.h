@@ -18,7 +18,7 @@
 
 #include <stdbool.h>
 
-#include "chip.h"
+#include "hardware/chip.h"
 
 #define COST_AMORTIZE_HOURS (3.0 * 365.0 * 24.0)
 /* The token budget reported when none is given: 1T tokens, the order of a

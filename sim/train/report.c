@@ -9,7 +9,7 @@
 #include <cJSON.h>
 #include <csv.h>
 
-#include "units.h"
+#include "sim/io/units.h"
 
 /* A duration for people: 3 decimals in the largest unit below it. */
 static void fmt_time(char *buf, size_t size, mp_time t)

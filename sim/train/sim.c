@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collective.h"
-#include "data_parallel.h"
-#include "tensor.h"
-#include "units.h"
+#include "sim/strategy/collective.h"
+#include "sim/strategy/data_parallel.h"
+#include "sim/strategy/tensor.h"
+#include "sim/io/units.h"
 
 /* The optimizer step streams weights, grads, master and moments in (18 B)
  * and writes weights, master and moments back (14 B); about 12 FLOPs/param. */

@@ -11,18 +11,18 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "chip.h"
-#include "config.h"
+#include "hardware/chip.h"
+#include "sim/io/config.h"
 #include "cost.h"
-#include "efficiency.h"
-#include "engine.h"
-#include "experts.h"
-#include "model.h"
-#include "pipeline.h"
-#include "schedule.h"
-#include "system.h"
-#include "taskgraph.h"
-#include "tensor.h"
+#include "hardware/efficiency.h"
+#include "sim/engine/engine.h"
+#include "sim/strategy/experts.h"
+#include "models/model.h"
+#include "sim/strategy/pipeline.h"
+#include "sim/strategy/schedule.h"
+#include "hardware/system.h"
+#include "sim/engine/taskgraph.h"
+#include "sim/strategy/tensor.h"
 
 struct stage_report {
     int index;              /* pipeline device 0..pp-1 */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "sim/common.h"
 
 static char fuzz_path[256];
 

@@ -1,6 +1,6 @@
 /* fuzz_chips.c — libFuzzer: a chip catalogue CSV through chip_catalog_load,
  * then a roofline op time on every chip it accepts. */
-#include "chip.h"
+#include "hardware/chip.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

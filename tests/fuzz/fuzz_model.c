@@ -3,9 +3,9 @@
  * model meets whatever sizes the parser lets through. */
 #include <math.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 #include "fuzz.h"
-#include "model.h"
+#include "models/model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

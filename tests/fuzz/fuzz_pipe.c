@@ -6,10 +6,10 @@
  * MP_ERR_INFEASIBLE, and every report must write. */
 #include <string.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 #include "fuzz.h"
-#include "report.h"
-#include "sim.h"
+#include "sim/train/report.h"
+#include "sim/train/sim.h"
 
 static int cap(int v, int hi) { return v > hi ? hi : v; }
 

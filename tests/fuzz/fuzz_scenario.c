@@ -1,7 +1,7 @@
 /* fuzz_scenario.c — libFuzzer: a scenario INI file through config_load and
  * config_check. Any input must end in MP_OK or MP_ERR_INPUT with a message,
  * never a crash, a leak or undefined behaviour. */
-#include "config.h"
+#include "sim/io/config.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
  * parse again to the same text. */
 #include <string.h>
 
-#include "config.h"
+#include "sim/io/config.h"
 #include "fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -2,7 +2,7 @@
  * project's chip catalogue), then routes between a few chip pairs and their
  * times. The first input byte picks how many chips the layout needs. */
 #include "fuzz.h"
-#include "system.h"
+#include "hardware/system.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
