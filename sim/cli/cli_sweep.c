@@ -125,7 +125,9 @@ static int sweep_main(int argc, char **argv, int rank)
                                        "1T, 300B or 1e12, got '%s'", v);
             }
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("sweep: unknown option '%s' (see mpsim sweep --help)", a);
+            return cli_unknown_option("sweep", a, (const char *const[]){ "--vary", "--set",
+                                      "--out", "--jobs", "--tokens", "--best", "--top", "--pareto",
+                                      "--chips", "--resume", "--quiet", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("sweep: one scenario at a time (extra argument '%s')", a);
         } else {

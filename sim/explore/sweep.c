@@ -299,6 +299,56 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     out->row = b.p;
 }
 
+/* ---- a list of configurations ------------------------------------------- */
+
+struct list_run {
+    const struct config *cfgs;
+    int n;
+    const struct sim_options *opts;
+    sweep_done_fn done;
+    void *ctx;
+    pthread_mutex_t mu;
+    int next;
+};
+
+static void *list_worker(void *arg)
+{
+    struct list_run *l = arg;
+    struct sim *s = mp_xcalloc(1, sizeof *s);
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        int i = l->next < l->n ? l->next++ : -1;
+        pthread_mutex_unlock(&l->mu);
+        if (i < 0) break;
+        struct mp_error err = { 0 };
+        int rc = sim_run(s, &l->cfgs[i], l->opts, &err);
+        l->done(l->ctx, i, s, rc, &err);
+        sim_release(s);
+    }
+    free(s);
+    return NULL;
+}
+
+void sweep_run_configs(const struct config *cfgs, int n, int jobs, const struct sim_options *opts,
+                       sweep_done_fn done, void *ctx)
+{
+    struct list_run l = { .cfgs = cfgs, .n = n, .opts = opts, .done = done, .ctx = ctx };
+    gsl_set_error_handler_off(); /* global in GSL: once, before any thread */
+    pthread_mutex_init(&l.mu, NULL);
+    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs > n) jobs = n;
+    if (jobs < 1) jobs = 1;
+    pthread_t *tid = mp_xcalloc((size_t)jobs, sizeof *tid);
+    int started = 0;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&tid[j], NULL, list_worker, &l) == 0) started++;
+        else break;
+    if (started == 0) list_worker(&l); /* no thread: run them here */
+    for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
+    free(tid);
+    pthread_mutex_destroy(&l.mu);
+}
+
 /* ---- resuming ------------------------------------------------------------ */
 
 struct best {

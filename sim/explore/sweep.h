@@ -153,6 +153,18 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
 bool sweep_is_metric(const char *name, bool serving);
 
 struct sim;
+struct sim_options;
+
+/* Run sim_run on each of `n` configurations on `jobs` worker threads (≤ 0:
+ * the online cores), as a sweep runs its points, and hand each finished
+ * run to `done(ctx, i, s, rc, err)` on the worker that ran it, before the
+ * struct sim is released; `done` must only write what belongs to index i.
+ * `opts` (may be NULL) is the same for every run. For lists of changed
+ * scenarios that are no grid (`mpsim explain`'s levers). */
+typedef void (*sweep_done_fn)(void *ctx, int i, const struct sim *s, int rc,
+                              const struct mp_error *err);
+void sweep_run_configs(const struct config *cfgs, int n, int jobs, const struct sim_options *opts,
+                       sweep_done_fn done, void *ctx);
 
 /* The cells after the varied keys of one training point's row, with the
  * newline: SWEEP_METRIC_COLUMNS, `feasible`, `reason`, from what sim_run

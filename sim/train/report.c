@@ -180,6 +180,21 @@ void report_text(FILE *f, const struct sim *s)
     report_split_stage_table(f, s);
 }
 
+/* The scenario's keys that differ from the defaults, as the INI would hold
+ * them: what the run was asked (`mpsim compare` reads them back). */
+static void keys_json(cJSON *root, const struct config *cfg)
+{
+    struct config def;
+    config_defaults(&def);
+    cJSON *o = cJSON_AddObjectToObject(root, "keys");
+    for (const struct config_key *k = config_keys; k->name; k++) {
+        char a[CONFIG_STR], b[CONFIG_STR];
+        config_format_value(cfg, k, a, sizeof a);
+        config_format_value(&def, k, b, sizeof b);
+        if (strcmp(a, b)) cJSON_AddStringToObject(o, k->name, a);
+    }
+}
+
 void report_json(FILE *f, const struct sim *s)
 {
     const struct sim_result *r = &s->res;
@@ -234,6 +249,10 @@ void report_json(FILE *f, const struct sim *s)
     if (priced) cJSON_AddNumberToObject(root, "budget_usd", co->budget_usd);
     else cJSON_AddNullToObject(root, "budget_usd");
     cJSON_AddNumberToObject(root, "chips", r->n_chips);
+    if (s->has_system) {
+        cJSON_AddStringToObject(root, "chip", s->sys.chip.name);
+        cJSON_AddNumberToObject(root, "capacity_bytes", s->sys.chip.mem_bytes);
+    }
     cJSON_AddNumberToObject(root, "microbatches", r->microbatches);
     if (r->has_formula) {
         cJSON *fo = cJSON_AddObjectToObject(root, "closed_form");
@@ -292,6 +311,7 @@ void report_json(FILE *f, const struct sim *s)
         cJSON_AddNumberToObject(eo, "dropped", dropped);
         cJSON_AddNumberToObject(eo, "assigned", assigned);
     }
+    keys_json(root, &s->cfg);
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
     for (int d = 0; r->stage && d < r->stages; d++) {
         const struct stage_report *st = &r->stage[d];

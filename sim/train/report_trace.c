@@ -172,6 +172,7 @@ static void emit_metadata(FILE *f, const struct sim *s)
     cJSON_AddNumberToObject(o, "stages", r->stages);
     cJSON_AddNumberToObject(o, "microbatches", r->microbatches);
     cJSON_AddNumberToObject(o, "bubble", r->bubble);
+    cJSON_AddNumberToObject(o, "capacity_bytes", s->sys.chip.mem_bytes);
     if (s->has_model) cJSON_AddNumberToObject(o, "mfu", r->mfu);
     else cJSON_AddNullToObject(o, "mfu");
     if (r->stage) report_split_json(o, "step_split", &r->split);
@@ -199,9 +200,16 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     struct trace_ctx c = { .f = f, .s = s, .sep = "" };
     for (int ch = 0; ch < g->n_chips; ch++) {
         if (!used[ch]) continue;
-        char name[64];
+        char name[160];
         if (stage_of_chip[ch] >= 0) snprintf(name, sizeof name, "chip %d (stage %d)", ch, stage_of_chip[ch]);
         else snprintf(name, sizeof name, "chip %d", ch);
+        /* Over capacity (an infeasible run): said where it is seen. */
+        double peak = e->mem ? e->mem[ch].peak : 0;
+        if (peak > s->sys.chip.mem_bytes) {
+            size_t len = strlen(name);
+            snprintf(name + len, sizeof name - len, " OVER CAPACITY: peak %.2f GB of %.2f GB",
+                     peak / 1e9, s->sys.chip.mem_bytes / 1e9);
+        }
         fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                    "\"args\":{\"name\":\"%s\"}}", c.sep, ch, name);
         c.sep = ",\n";
