@@ -271,6 +271,12 @@ static int neighbour(const struct sweep_table *t, int varied, int row, int a, in
     return found;
 }
 
+/* Below a nanosecond a difference of decimal cells is rounding, not time. */
+static double tidy(double x)
+{
+    return fabs(x) < 1e-9 ? 0 : x;
+}
+
 /* A cell as a number, 0 when the column is missing or the cell empty. */
 static double num0(const struct sweep_table *t, int row, int col)
 {
@@ -325,14 +331,16 @@ static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, i
         int c_opt = sweep_table_col(t, "optimizer_s"), c_oth = sweep_table_col(t, "other_s");
         double d_rest = num0(t, nb, c_opt) - num0(t, best, c_opt) + num0(t, nb, c_oth) -
                         num0(t, best, c_oth);
+        d_comp = tidy(d_comp), d_bub = tidy(d_bub), d_comm = tidy(d_comm), d_rest = tidy(d_rest);
+        for (int k = 0; k < 5; k++) d_kind[k] = tidy(d_kind[k]);
         fprintf(f, ": step %+.4g s = compute %+.4g s, bubble %+.4g s, exposed comm %+.4g s",
-                tn - tb, d_comp, d_bub, d_comm);
+                tidy(tn - tb), d_comp, d_bub, d_comm);
         int shown = 0;
         for (int k = 0; k < 5; k++)
-            if (fabs(d_kind[k]) >= 5e-13)
+            if (d_kind[k] != 0)
                 fprintf(f, "%s%s %+.3g", shown++ ? ", " : " (", comm[k], d_kind[k]);
         if (shown) fputc(')', f);
-        if (fabs(d_rest) >= 5e-13) fprintf(f, ", optimizer and other %+.4g s", d_rest);
+        if (d_rest != 0) fprintf(f, ", optimizer and other %+.4g s", d_rest);
         worst = d_comp;
         if (d_bub > worst) most = "bubble", worst = d_bub;
         if (d_comm > worst) most = "exposed comm", worst = d_comm;
