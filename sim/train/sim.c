@@ -302,26 +302,31 @@ static void fmt_ms(char *buf, size_t size, double ps)
     snprintf(buf, size, "%.4g ms", ps / 1e9);
 }
 
-/* GPipe's and 1F1B's closed form on the stages' real times: with T_d the
- * time stage d spends on one microbatch (its compute, recompute and the
- * communication it waited for itself, step_split.h), and h one hand-off,
- * the first microbatch fills the pipeline and the last drains it
- * (Σ T_d + 2(p−1)h) while the other m − 1 pass at the slowest stage's pace,
- * so each stage waits step − m·T_d of it: the mean over stages is the
- * predicted bubble. Uniform stages and h = 0 give (p−1)/(m+p−1) again. */
+/* GPipe's and 1F1B's closed form on the stages' real times. T_d is the
+ * time stage d spends on one microbatch of its own: compute, recompute and
+ * the collectives it waits for inside its passes (TP, CP, EP; the step
+ * accounting's parts, step_split.h), and h one stage-to-stage hand-off.
+ * The first microbatch fills the pipeline and the last drains it
+ * (Σ T_d + 2(p−1)h), the other m − 1 pass at the slowest stage's pace,
+ * and the stage that finishes last (stage 0) then does its step work
+ * (exposed DP, optimizer): that is the step. Each stage waits for the
+ * others what its own parts leave of it; the mean over stages is the
+ * predicted bubble. Uniform stages, h = 0 and no step work give
+ * (p−1)/(m+p−1) again; with hops alone (teach-bubbles, hop = 1 ms) it is
+ * exact. */
 static void real_stage_form(struct sim *s)
 {
     struct sim_result *r = &s->res;
     int P = r->stages;
-    double m = r->microbatches, sum = 0, most = 0, own_mean = 0, h = 0;
+    double m = r->microbatches, sum = 0, most = 0, rest_mean = 0, h = 0;
     if (P < 2 || m <= 0) return;
     for (int d = 0; d < P; d++) {
         const mp_time *x = r->stage[d].split.part;
         double own = (double)(x[SPLIT_COMPUTE] + x[SPLIT_RECOMPUTE] + x[SPLIT_TP] + x[SPLIT_CP] +
-                              x[SPLIT_EP] + x[SPLIT_PP]);
+                              x[SPLIT_EP]);
         sum += own / m;
         if (own / m > most) most = own / m;
-        own_mean += own / P;
+        rest_mean += (double)(r->step_time - x[SPLIT_BUBBLE]) / P;
     }
     /* h: the mean stage-to-stage transfer. */
     int sends = 0;
@@ -331,22 +336,25 @@ static void real_stage_form(struct sim *s)
             sends++;
         }
     if (sends) h /= sends;
-    double step = sum + (m - 1) * most + 2 * (P - 1) * h;
-    r->formula_real_bubble_s = (step - own_mean) / 1e12;
+    const mp_time *x0 = r->stage[0].split.part;
+    double tail = (double)(x0[SPLIT_DP] + x0[SPLIT_OPTIMIZER] + x0[SPLIT_OTHER]);
+    double step = sum + (m - 1) * most + 2 * (P - 1) * h + tail;
+    r->formula_real_bubble_s = (step - rest_mean) / 1e12;
     if (r->formula_real_bubble_s < 0) r->formula_real_bubble_s = 0;
     double sim_s = 0;
     for (int d = 0; d < P; d++) sim_s += mp_seconds(r->stage[d].split.part[SPLIT_BUBBLE]) / P;
     r->formula_real_simulated_s = sim_s;
     r->has_formula_real = true;
-    char a[32], b[32], c[32], d[32], e[32];
+    char a[32], b[32], c[32], d[32], e[32], t[32];
     units_format_duration((mp_time)llround(step), a, sizeof a);
     units_format_duration((mp_time)llround(most), b, sizeof b);
     units_format_duration((mp_time)llround(h), c, sizeof c);
+    units_format_duration((mp_time)llround(tail), t, sizeof t);
     units_format_duration((mp_time)llround(r->formula_real_bubble_s * 1e12), d, sizeof d);
     units_format_duration((mp_time)llround(sim_s * 1e12), e, sizeof e);
     snprintf(r->formula_real_text, sizeof r->formula_real_text,
-             "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h = %s (max T %s, h %s), "
-             "bubble %s per stage, simulated %s", a, b, c, d, e);
+             "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h + step work = %s "
+             "(max T %s, h %s, step work %s), bubble %s per stage, simulated %s", a, b, c, t, d, e);
 }
 
 /* Closed forms of cases.md §3, set beside the simulated figure each one
@@ -454,6 +462,8 @@ static void textbook_formula(struct sim *s)
                  hops ? (uneven ? "; hand-offs not counted" : "hand-offs not counted") : "",
                  needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
                               : "");
+    /* The real-stage form says something new only where the two part. */
+    if (!uneven && !hops) r->has_formula_real = false;
     r->has_formula = true;
     r->formula_step = (mp_time)llround(step);
     r->formula_bubble = pred;
