@@ -192,6 +192,9 @@ expect 2 "import: unknown source 'megatorn' (did you mean 'megatron'?)" -- impor
     grep -q '^levers, each simulated' "$T/ex" && ok || no "explain"
 expect 2 "explain is for training scenarios" -- explain scenarios/kimi-k3-wafers.ini
 expect 2 "compare: which two?" -- compare scenarios/teach-bubbles.ini
+echo '{"not": "a run"}' >"$T/notrun.json"
+expect 2 "notrun.json: expected the JSON object \`mpsim run --json\` prints" -- compare "$T/notrun.json" scenarios/teach-bubbles.ini
+expect 2 "explain: --top: expected a whole number" -- explain scenarios/teach-bubbles.ini --top 0
 viewer="$(dirname "$MPSIM")/mpsim-view"
 if [ -x "$viewer" ]; then
     "$viewer" scenarios/teach-bubbles.ini --screenshot "$T/out.jpg" 2>"$T/stderr"
