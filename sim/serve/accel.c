@@ -170,7 +170,8 @@ void accel_map_text(FILE *f, const struct accel_setup *a)
     fprintf(f, "device map  %s (%s; %s never split), %s: %s\n", a->model.name,
             a->tree.arch_class, a->tree.layer_class, hf_dtype_name(&a->dtype), b1);
     bytes_text(s->chip.mem_bytes, b1, sizeof b1);
-    fprintf(f, "machine     %s: %d × %s (%s each)", s->name, a->gpus, s->chip.name, b1);
+    fprintf(f, "machine     %s: %d × %s (%s%s)", s->name, a->gpus, s->chip.name, b1,
+            a->gpus > 1 ? " each" : "");
     if (s->host.present) {
         bytes_text(s->host.mem_bytes, b2, sizeof b2);
         fprintf(f, ", host %s over %.2f GB/s per GPU", b2, s->host.link_bw / 1e9);

@@ -377,11 +377,11 @@ void accel_report_text(FILE *f, const struct accel_setup *a, const struct accel_
     const struct accel_gen *g = &rep->gen;
     accel_map_text(f, a);
     fprintf(f, "\ngenerate    %d-token prompt + %d new tokens, %d sequence%s per generate() "
-               "call, %d request%s = %d calls one after another (inference.*)\n",
+               "call, %d request%s = %d call%s one after another (inference.*)\n",
             g->prompt, g->output, g->batch, g->batch == 1 ? "" : "s", g->requests,
-            g->requests == 1 ? "" : "s", g->calls);
-    fprintf(f, "accelerate  TTFT %.2f ms, then %.2f ms per token (%.1f tokens/s per call); "
-               "all requests in %.3f s = %.1f tokens/s\n", sec(g->prefill) * 1e3,
+            g->requests == 1 ? "" : "s", g->calls, g->calls == 1 ? "" : "s");
+    fprintf(f, "accelerate  TTFT %.2f ms, then %.2f ms per token (%.2f tokens/s per call); "
+               "all requests in %.3f s = %.2f tokens/s\n", sec(g->prefill) * 1e3,
             g->output > 1 ? sec(g->decode) * 1e3 / (g->output - 1) : 0, g->decode_tokens_per_s,
             sec(g->total), g->tokens_per_s);
     fprintf(f, "\n  where one generate() call's %.3f s go           seconds   share\n",
@@ -418,13 +418,14 @@ void accel_report_text(FILE *f, const struct accel_setup *a, const struct accel_
             fprintf(f, "    GPU %d  %.2f GB of %.2f GB (KV %.3f GB)\n", gpu, g->gpu_need[gpu] / 1e9,
                     a->sys.chip.mem_bytes / 1e9, g->gpu_kv[gpu] / 1e9);
 
-    fprintf(f, "\nversus      the same %d requests arriving at once; the pipeline is the same "
+    fprintf(f, "\nversus      the same %d request%s arriving at once; the pipeline is the same "
                "model on the same %d GPU%s, one stage per GPU (inference.placement = even; "
                "whole GPU memory, not max_memory):\n",
-            g->requests, rep->pipe[0].stages, rep->pipe[0].stages == 1 ? "" : "s");
+            g->requests, g->requests == 1 ? "" : "s", rep->pipe[0].stages,
+            rep->pipe[0].stages == 1 ? "" : "s");
     fprintf(f, "                   in flight   TTFT p50   TPOT p50   tokens/s   all done  "
                "speed-up\n");
-    fprintf(f, "  accelerate      %10d %8.3f s %8.2f ms %10.1f %8.3f s  %7.2f×\n", 1,
+    fprintf(f, "  accelerate      %10d %8.3f s %8.2f ms %10.2f %8.3f s  %7.2f×\n", 1,
             g->ttft_p50_all_s, g->output > 1 ? sec(g->decode) * 1e3 / (g->output - 1) : 0,
             g->tokens_per_s, sec(g->total), 1.0);
     for (int i = 0; i < rep->n_pipe; i++) {
@@ -433,7 +434,7 @@ void accel_report_text(FILE *f, const struct accel_setup *a, const struct accel_
             fprintf(f, "  pipeline        %10d   does not fit: %s\n", p->inflight, p->reason);
             continue;
         }
-        fprintf(f, "  pipeline        %10d %8.3f s %8.2f ms %10.1f %8.3f s  %7.2f×\n",
+        fprintf(f, "  pipeline        %10d %8.3f s %8.2f ms %10.2f %8.3f s  %7.2f×\n",
                 p->inflight, p->ttft_p50_s, p->tpot_p50_s * 1e3, p->tokens_per_s, p->makespan_s,
                 g->tokens_per_s > 0 ? p->tokens_per_s / g->tokens_per_s : 0);
     }

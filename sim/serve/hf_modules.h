@@ -24,7 +24,7 @@
  *     mlp.shared_experts.*;
  *   GPT-2: ln_1, attn.c_attn, attn.c_proj, ln_2, mlp.c_fc, mlp.c_proj (each
  *     with its bias). The causal-mask buffer older GPT-2 code registered is
- *     not counted (assumed gone, as in transformers >= 4.48).
+ *     not counted (assumed absent, as in recent transformers).
  * The rotary `inv_freq` buffer (head_dim / 2 float32; MLA: qk_rope_head_dim
  * / 2) sits in `model.rotary_emb`, counted at min(target, 4) bytes.
  *
