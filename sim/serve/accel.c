@@ -224,6 +224,16 @@ void accel_map_text(FILE *f, const struct accel_setup *a)
     }
     fprintf(f, "\nreserve: the first GPU and the cpu keep room for the largest layer still to "
                "come (%.0f B at the start)\n", r->largest);
+    /* What from_pretrained itself says of such a map (transformers 4.x). */
+    double offloaded = 0, on_disk = r->dev[r->n_dev - 1].weights;
+    for (int i = 0; i < r->n_dev; i++)
+        if (r->dev[i].device < 0) offloaded += r->dev[i].weights;
+    if (on_disk > 0)
+        fprintf(f, "note: from_pretrained needs an offload_folder for the disk modules\n");
+    if (a->params.bnb && offloaded > 0)
+        fprintf(f, "note: transformers refuses a bitsandbytes map with cpu or disk modules unless "
+                   "the quantization config sets llm_int8_enable_fp32_cpu_offload (they then "
+                   "stay in 32 bits)\n");
 }
 
 static cJSON *device_json(int device)
