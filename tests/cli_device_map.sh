@@ -81,7 +81,13 @@ printf '[model]\nconfig = llama3-8b\n[device_map]\npolicy = balanced_low0\n' >"$
 expect 2 "p.ini:4|device_map.policy|balanced_low_0" -- $P "$T/p.ini"
 printf '[model]\nconfig = llama3-8b\n[hardware]\nsystem = desktop-1x4090\n[device_map]\nmax_memory = 0=ten\n' >"$T/m.ini"
 expect 2 "m.ini: key device_map.max_memory|entry '0=ten'" -- $P "$T/m.ini"
-expect 2 "--timeline|device_map" -- run "$T/s.ini" --timeline "$T/t.csv"
+# The first generate() call as a timeline and a trace: rows of kinds
+# prefill, decode and send; a write error leaves nothing behind.
+expect_out 0 "accelerate" -- run "$T/s.ini" --timeline "$T/t.csv" --trace "$T/t.json"
+if grep -q ',compute,prefill,0,' "$T/t.csv" && grep -q ',compute,decode,15,' "$T/t.csv" &&
+   grep -q ',comm,send,' "$T/t.csv" && grep -q '"traceEvents"' "$T/t.json"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: device_map timeline/trace rows"; fi
+expect 2 "/nonexistent/dir/t.csv" -- run "$T/s.ini" --timeline /nonexistent/dir/t.csv
 # --- fits nowhere even with disk: exit 3 with every device's share
 expect 3 "infeasible|land on disk|--max-memory '0=20GiB,cpu=50GiB,disk=50GB'|fits nowhere|'cpu'" -- \
     $P llama3-70b --policy sequential --max-memory 0=20GiB,cpu=50GiB,disk=50GB

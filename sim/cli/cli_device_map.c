@@ -2,7 +2,8 @@
  * Hugging Face's from_pretrained(device_map="auto") would place where on a
  * machine (sim/serve/device_map.h); and `mpsim run` on a scenario with
  * device_map.policy set: generate() on that placement the way Accelerate
- * runs it, beside a pipeline on the same GPUs (sim/serve/accel.h). */
+ * runs it, beside a pipeline on the same GPUs (sim/serve/accel.h); --timeline
+ * and --trace show its first generate() call. */
 #include <cJSON.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "cli.h"
 #include "sim/io/config.h"
+#include "sim/io/outfile.h"
 #include "sim/serve/accel.h"
 
 static const char device_map_usage_text[] =
@@ -157,17 +159,30 @@ int cli_plan_device_map(int argc, char **argv)
     return MP_OK;
 }
 
+/* Write one report of a device_map run through a temporary file. */
+static int write_output(const char *path,
+                        void (*writer)(FILE *, const struct accel_setup *,
+                                       const struct accel_report *),
+                        const struct accel_setup *a, const struct accel_report *rep,
+                        struct mp_error *err)
+{
+    struct outfile out;
+    int rc = outfile_open(&out, path, err);
+    if (rc) return rc;
+    writer(out.f, a, rep);
+    return outfile_commit(&out, err);
+}
+
 int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace)
 {
-    if (timeline || trace)
-        return cli_usage_error("%s: a device_map run (device_map.policy set) writes no timeline "
-                               "or trace; run without device_map.policy for the pipeline's",
-                               timeline ? "--timeline" : "--trace");
     struct accel_setup a;
     struct mp_error err = { 0 };
     int rc = accel_setup(&a, cfg, NULL, &err);
-    struct accel_report rep;
-    if (!rc) rc = accel_generate(&rep, &a, &err);
+    struct accel_report rep = { 0 };
+    if (!rc) rc = accel_generate_recorded(&rep, &a, timeline || trace, &err);
+    if (!rc && ((timeline && write_output(timeline, accel_timeline_csv, &a, &rep, &err)) ||
+                (trace && write_output(trace, accel_chrome_trace, &a, &rep, &err))))
+        rc = MP_ERR_INPUT;
     if (rc == MP_ERR_INFEASIBLE) {
         if (json) {
             cJSON *o = cJSON_CreateObject();
@@ -182,15 +197,18 @@ int cli_devmap_run(const struct config *cfg, int json, const char *timeline, con
             accel_map_text(stdout, &a); /* the placement it could not run */
         }
         fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+        accel_report_release(&rep);
         accel_setup_release(&a);
         return rc;
     }
     if (rc) {
+        accel_report_release(&rep);
         accel_setup_release(&a);
         return cli_fail(&err);
     }
     if (json) accel_report_json(stdout, &a, &rep);
     else accel_report_text(stdout, &a, &rep);
+    accel_report_release(&rep);
     accel_setup_release(&a);
     return MP_OK;
 }

@@ -109,10 +109,24 @@ struct accel_pipe {
     int max_inflight;
 };
 
+/* One op of the first generate() call, kept when asked for (a timeline). */
+struct accel_rec {
+    mp_time start, end;
+    int chip;                 /* the GPU whose stream it occupies */
+    bool comm;                /* comm stream (copies) or compute */
+    int forward;              /* 0 the prompt's forward, k the k-th decode step */
+    int layer;                /* model layer computed (compute ops), else -1 */
+    int mod;                  /* hf_tree module */
+    enum { AR_COMPUTE, AR_HOP, AR_HOST, AR_DISK } what;
+    double bytes;             /* copies */
+};
+
 struct accel_report {
     struct accel_gen gen;
     struct accel_pipe pipe[2]; /* one microbatch in flight; one per stage (or inference.inflight) */
     int n_pipe;
+    struct accel_rec *rec;     /* NULL unless recorded; free with accel_report_release */
+    size_t n_rec, cap_rec;
 };
 
 /* Time generation on the placement for the scenario's inference.prompt_len,
@@ -122,6 +136,18 @@ struct accel_report {
  * GPU's weights, KV and offloaded module in transit exceed its memory (the
  * message has the numbers; `rep` is filled as far as it got). */
 int accel_generate(struct accel_report *rep, const struct accel_setup *a, struct mp_error *err);
+/* The same, keeping every op of the first call in rep->rec when `record`. */
+int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *a, bool record,
+                            struct mp_error *err);
+void accel_report_release(struct accel_report *rep);
+
+/* The first generate() call as the timeline CSV mpsim-view reads (the
+ * columns of report_timeline_csv: compute rows of kind prefill/decode per
+ * model layer on the GPU computing it, comm rows of kind send (between
+ * GPUs), host_copy and disk_read (offloaded weights), weights as memory
+ * rows, meta rows) and as a Chrome trace. Need a recorded report. */
+void accel_timeline_csv(FILE *f, const struct accel_setup *a, const struct accel_report *rep);
+void accel_chrome_trace(FILE *f, const struct accel_setup *a, const struct accel_report *rep);
 
 /* Offload streaming time of one forward: for each cpu module, link latency
  * + bytes / link_bw; disk modules add bytes / disk_bw. Exposed for tests. */

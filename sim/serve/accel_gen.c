@@ -69,7 +69,22 @@ struct runner {
     int rotary_exec;    /* -1: no rotary module */
     double act_bytes;   /* per element of activations */
     struct accel_gen *g;
+    struct accel_report *rep; /* records go here while `recording` */
+    bool recording;
+    int forward_index;
 };
+
+static void record(struct runner *x, mp_time start, mp_time dur, int chip, int what, int mod,
+                   int layer, double bytes)
+{
+    if (!x->recording || dur <= 0) return;
+    struct accel_report *r = x->rep;
+    MP_GROW(r->rec, r->cap_rec, r->n_rec + 1);
+    r->rec[r->n_rec++] = (struct accel_rec){ .start = start, .end = start + dur, .chip = chip,
+                                             .comm = what != AR_COMPUTE, .what = what,
+                                             .forward = x->forward_index, .mod = mod,
+                                             .layer = layer, .bytes = bytes };
+}
 
 static mp_time hop(const struct runner *x, int from, int to, double bytes)
 {
@@ -124,9 +139,16 @@ static void build_units(struct runner *x)
     free(dev);
 }
 
+/* A tensor a hook copies: from where, its bytes, how many such. */
+struct input {
+    int from;
+    double bytes;
+    int n;
+};
+
 /* One forward of `b` sequences of T new tokens each over `past` cached
  * ones; adds to x->g's breakdown and returns its time. */
-static mp_time forward(struct runner *x, int b, int T, int past)
+static mp_time forward(struct runner *x, int b, int T, int past, mp_time t0)
 {
     const struct accel_setup *a = x->a;
     const struct model *m = &a->model;
@@ -137,35 +159,42 @@ static mp_time forward(struct runner *x, int b, int T, int past)
     double ids = tok * 8; /* int64 position ids */
     double rot_dim = m->kv_lora_rank ? m->qk_rope_head_dim : m->head_dim;
     double cos = tok * rot_dim * x->act_bytes; /* cos or sin, each */
-    mp_time t = 0;
+    mp_time t = t0; /* records carry times from the call's start */
     int here = x->main_gpu; /* where the hidden states are */
     for (int i = 0; i < x->n; i++) {
         const struct unit *u = &x->u[i];
         const struct hf_module *mod = &a->tree.mod[u->mod];
-        mp_time h = 0;
         /* The hook moves the module's tensor inputs to its device, one copy
          * each: the hidden states; a decoder's position ids and cache
          * positions (on the input's device) and the rotary cos and sin; the
          * rotary module's own x and position ids. */
-        h += hop(x, here, u->exec, hidden);
+        struct input in[3] = { { here, hidden, 1 } };
+        int n_in = 1;
         if (u->kind == U_DECODER && x->rotary_exec >= 0) {
-            h += 2 * hop(x, x->main_gpu, u->exec, ids);
-            h += 2 * hop(x, x->rotary_exec, u->exec, cos);
+            in[n_in++] = (struct input){ x->main_gpu, ids, 2 };
+            in[n_in++] = (struct input){ x->rotary_exec, cos, 2 };
         } else if (u->kind == U_ROTARY) {
-            h += hop(x, x->main_gpu, u->exec, ids);
+            in[n_in++] = (struct input){ x->main_gpu, ids, 1 };
         }
-        g->hops += h;
-        t += h;
+        for (int k = 0; k < n_in; k++)
+            for (int j = 0; j < in[k].n; j++) {
+                mp_time h = hop(x, in[k].from, u->exec, in[k].bytes);
+                record(x, t, h, in[k].from, AR_HOP, u->mod, -1, in[k].bytes);
+                g->hops += h;
+                t += h;
+            }
         if (u->kind != U_ROTARY) here = u->exec;
         /* Offloaded weights: read from disk, then copied to the main GPU. */
         if ((u->dev == DM_CPU || u->dev == DM_DISK) && mod->stream_bytes > 0) {
             if (u->dev == DM_DISK) {
                 mp_time d = (mp_time)llround(mod->stream_bytes / host->disk_bw * 1e12);
+                record(x, t, d, u->exec, AR_DISK, u->mod, -1, mod->stream_bytes);
                 g->disk += d;
                 t += d;
             }
             mp_time s = host->link_latency +
                         (mp_time)llround(mod->stream_bytes / host->link_bw * 1e12);
+            record(x, t, s, u->exec, AR_HOST, u->mod, -1, mod->stream_bytes);
             g->stream += s;
             t += s;
         }
@@ -175,6 +204,7 @@ static mp_time forward(struct runner *x, int b, int T, int past)
             double pairs = tok * ((double)past + T);
             mp_time c = serve_sum_time(x->price, mod->model_layer, tok, pairs,
                                        (double)b * past, b, b);
+            record(x, t, c, u->exec, AR_COMPUTE, u->mod, mod->model_layer, 0);
             if (u->dev >= 0) g->compute_resident += c;
             else g->compute_offloaded += c;
             g->gpu_compute[u->exec] += c;
@@ -182,9 +212,11 @@ static mp_time forward(struct runner *x, int b, int T, int past)
         }
     }
     /* The top module's hook hands the logits back on the input's device. */
-    mp_time h = hop(x, here, x->main_gpu, (double)b * m->vocab * x->act_bytes);
+    double logits = (double)b * m->vocab * x->act_bytes;
+    mp_time h = hop(x, here, x->main_gpu, logits);
+    record(x, t, h, here, AR_HOP, 0, -1, logits);
     g->hops += h;
-    return t + h;
+    return t + h - t0;
 }
 
 /* ---- memory a call needs ----------------------------------------------------------- */
@@ -302,6 +334,18 @@ static void pipeline(struct accel_pipe *p, const struct accel_setup *a, int stag
 
 int accel_generate(struct accel_report *rep, const struct accel_setup *a, struct mp_error *err)
 {
+    return accel_generate_recorded(rep, a, false, err);
+}
+
+void accel_report_release(struct accel_report *rep)
+{
+    free(rep->rec);
+    memset(rep, 0, sizeof *rep);
+}
+
+int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *a, bool record,
+                            struct mp_error *err)
+{
     memset(rep, 0, sizeof *rep);
     const struct config_inference *in = &a->cfg.inference;
     const char *w = a->cfg.path[0] ? a->cfg.path : "scenario";
@@ -323,7 +367,8 @@ int accel_generate(struct accel_report *rep, const struct accel_setup *a, struct
     g->requests = in->requests;
     g->calls = (g->requests + g->batch - 1) / g->batch;
     struct runner x = { .a = a, .g = g, .main_gpu = a->map.main_gpu,
-                        .act_bytes = a->cfg.model.activation_bits / 8.0 };
+                        .act_bytes = a->cfg.model.activation_bits / 8.0, .rep = rep,
+                        .recording = record };
     build_units(&x);
     int rc = check_memory(&x, err);
     if (rc) {
@@ -331,9 +376,11 @@ int accel_generate(struct accel_report *rep, const struct accel_setup *a, struct
         return rc;
     }
     x.price = pricer_new(a, priced_bits(&a->dtype));
-    g->prefill = forward(&x, g->batch, g->prompt, 0);
-    for (int k = 1; k < g->output; k++)
-        g->decode += forward(&x, g->batch, 1, g->prompt + k - 1);
+    g->prefill = forward(&x, g->batch, g->prompt, 0, 0);
+    for (int k = 1; k < g->output; k++) {
+        x.forward_index = k;
+        g->decode += forward(&x, g->batch, 1, g->prompt + k - 1, g->prefill + g->decode);
+    }
     pricer_free(x.price);
     g->call = g->prefill + g->decode;
     /* The comparison's workload: every request arriving at once, so request
