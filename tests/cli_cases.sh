@@ -161,7 +161,7 @@ expect 2 "unknown command 'rn' (did you mean 'run'?)|the commands are run, list"
 expect 2 "run: unknown option '--sett' (did you mean '--set'?)|mpsim run --help" -- run scenarios/teach-bubbles.ini --sett parallel.pp=2
 expect 2 "unknown 'model' (did you mean 'models'?)" -- list model
 expect 2 "sweep: unknown option '--paretto' (did you mean '--pareto'?)" -- sweep scenarios/teach-bubbles.ini --paretto a,b
-expect 2 "the presets are cerebras-cs3, dgx-a100|did you mean 'dgx-h100'?" -- run scenarios/teach-bubbles.ini --set hardware.system=dgx-h10
+expect 2 "the presets are cerebras-cs3, desktop-1x4090|did you mean 'dgx-h100'?" -- run scenarios/teach-bubbles.ini --set hardware.system=dgx-h10
 # each hint once
 "$MPSIM" sweep scenarios/teach-bubbles.ini --frob 2>"$T/stderr"
 [ "$(grep -c 'see `mpsim' "$T/stderr")" -eq 1 ] && ok || no "the --help hint is printed more than once"

@@ -122,8 +122,10 @@ int cli_list(int argc, char **argv)
                 chip_catalog_release(&cat);
                 return cli_fail(&err);
             }
+            int wn = 16;
+            for (int k = 0; k < n; k++) wn = (int)strlen(names[k]) > wn ? (int)strlen(names[k]) : wn;
             if (i == 0)
-                printf("%-16s %-22s %-20s %s\n", "system", "chips per node", "scale-up",
+                printf("%-*s %-22s %-20s %s\n", wn, "system", "chips per node", "scale-up",
                        "scale-out (per chip, per direction)");
             char node[96], up[32], out[32];
             snprintf(node, sizeof node, "%d × %s", sys.chips_per_node, sys.chip.name);
@@ -136,7 +138,7 @@ int cli_list(int argc, char **argv)
             if (sys.chips_per_node > 2 && sys.scaleup.bw < 1e30 && links > 1)
                 snprintf(up + ul, sizeof up - ul, " × %d links", links);
             fmt_bw(out, sizeof out, sys.scaleout.bw);
-            printf("%-16s ", names[i]);
+            printf("%-*s ", wn, names[i]);
             col(node, 22, false);
             printf(" ");
             col(up, 20, false);
