@@ -161,7 +161,8 @@ static void small(struct config *cfg, const char *const *more)
                            "parallel.pp=4", "inference.context_len=4096",
                            "inference.prompt_dist=fixed", "inference.prompt_len=64",
                            "inference.output_dist=fixed", "inference.output_len=8",
-                           "inference.micro_batch=8", "inference.token_budget=2048", NULL };
+                           "inference.micro_batch=8", "inference.token_budget=2048",
+                           "inference.kv_cache=reserve", NULL };
     struct mp_error err = { 0 };
     config_defaults(cfg);
     for (const char *const *p = base; *p; p++) ck_assert_int_eq(config_set(cfg, *p, "t", &err), 0);
@@ -324,7 +325,9 @@ START_TEST(cross_key_and_trace_errors)
         { "inference.prompt_dist=uniform", "inference.prompt_min=300", "inference.prompt_min" },
         { "inference.prompt_len=4000", "inference.output_len=200", "context_len" },
         { "inference.prompt_max=5000", NULL, "inference.prompt_max" },
-        { "parallel.tp=2", NULL, "parallel.tp" },
+        { "inference.scheduler=fifo", NULL, "inference.scheduler" },
+        { "inference.router=random", NULL, "inference.router" },
+        { "inference.prefix_caching=true", NULL, "inference.prefix_caching" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct config cfg;
