@@ -297,6 +297,27 @@ START_TEST(bad_values_are_input_errors)
         { "inference.chunked_prefill", "maybe" }, { "inference.context_len", "1" },
         { "inference.concurrency", "-1" }, { "inference.horizon", "5" },
         { "inference.placement", "auto" },
+        /* Issue 19's keys. */
+        { "inference.replicas", "0" }, { "inference.max_num_seqs", "-1" },
+        { "inference.max_num_batched_tokens", "-3" }, { "inference.kv_cache", "static" },
+        { "inference.block_size", "0" }, { "inference.gpu_memory_utilization", "0" },
+        { "inference.gpu_memory_utilization", "1.5" }, { "inference.preemption", "drop" },
+        { "inference.swap_space", "lots" }, { "inference.prefix_caching", "sometimes" },
+        { "inference.prefix_tokens", "-1" }, { "inference.prefix_groups", "0" },
+        { "inference.turns", "0" }, { "inference.think_time", "3" },
+        { "inference.burstiness", "0" }, { "inference.prompt_dist", "zipf" },
+        { "inference.max_waiting_tokens", "0" }, { "inference.waiting_served_ratio", "-1" },
+        { "inference.slo_ttft", "fast" }, { "inference.slo_tpot", "50" },
+        { "inference.slo_e2e", "-1s" }, { "inference.disaggregate", "2" },
+        { "inference.prefill_replicas", "0" }, { "inference.prefill_tp", "-1" },
+        { "inference.prefill_pp", "x" }, { "inference.decode_replicas", "-1" },
+        { "inference.decode_tp", "1.5" }, { "inference.decode_pp", "-2" },
+        { "inference.speculative", "eagle" }, { "inference.spec_tokens", "0" },
+        { "inference.spec_tokens", "65" }, { "inference.spec_acceptance", "1.1" },
+        { "inference.spec_draw", "mean" }, { "inference.arrivals", "bursty" },
+        { "inference.router", "" }, { "inference.scheduler", "" },
+        { "inference.draft_model", "" }, { "inference.prompt_file", "" },
+        { "inference.output_file", "" }, { "inference.priorities", "" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct config cfg;

@@ -165,6 +165,13 @@ static double serve_metric(const struct serve *sv, const struct cost *c, const c
     if (!strcmp(name, "kv_peak_fraction")) return r->kv_peak_fraction;
     if (!strcmp(name, "chips")) return serve_chips(sv);
     if (!strcmp(name, "usd_per_mtok")) return c->basis != COST_UNKNOWN ? c->usd_per_mtok : NAN;
+    if (!strcmp(name, "usd_per_hour"))
+        return c->basis != COST_UNKNOWN ? c->usd_per_chip_hour * serve_chips(sv) : NAN;
+    if (!strcmp(name, "goodput_frac")) return r->requests ? (double)r->slo_met / r->requests : 0;
+    if (!strcmp(name, "goodput_rps")) return r->goodput_rps;
+    if (!strcmp(name, "itl_p99_s")) return r->itl.q[2];
+    if (!strcmp(name, "preemptions")) return (double)r->preemptions;
+    if (!strcmp(name, "replicas")) return r->replicas;
     return NAN;
 }
 
@@ -248,6 +255,10 @@ static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
                r->ttft[2], r->tpot[0], r->tpot[2], r->e2e[0], r->completed, r->requests_per_s,
                r->max_inflight, r->kv_peak_fraction, serve_chips(sv));
         if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_mtok);
+        sb_add(b, ",");
+        if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_chip_hour * serve_chips(sv));
+        sb_add(b, ",%.6g,%.6g,%.6g,%llu,%d", r->requests ? (double)r->slo_met / r->requests : 0,
+               r->goodput_rps, r->itl.q[2], (unsigned long long)r->preemptions, r->replicas);
         sb_add(b, ",true,\n");
         *metric = serve_metric(sv, &c, best);
     } else {

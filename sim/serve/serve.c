@@ -511,9 +511,6 @@ static int setup(struct serve *s, struct mp_error *err)
     const struct config *c = &s->cfg;
     int rc = serve_check_config(c, err);
     if (rc) return rc;
-    rc = plan_run(&s->pr, c, err);
-    s->has_plan = true;
-    if (rc) return rc;
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
     if ((rc = serve_layout_build(s, err))) return rc;
     serve_price_layers(s);

@@ -341,6 +341,12 @@ mp_time serve_hop_time(const struct serve *s, int stage, int tokens);
 void serve_report_text(FILE *f, const struct serve *s);
 void serve_report_json(FILE *f, const struct serve *s);
 
+/* `--slo ttft=500ms,tpot=50ms`: set inference.slo_ttft / slo_tpot / slo_e2e
+ * from a comma list of metric=duration. MP_ERR_INPUT naming `flag` for an
+ * unknown metric (with the known ones) or a bad duration. */
+int serve_parse_slo(struct config *cfg, const char *text, const char *flag,
+                    struct mp_error *err);
+
 /* Chips the run's layout uses (every replica of every pool). */
 int serve_chips(const struct serve *s);
 

@@ -285,3 +285,38 @@ void serve_fold(struct serve *s)
         if (f > p->kv_peak_fraction) p->kv_peak_fraction = f;
     }
 }
+
+int serve_parse_slo(struct config *cfg, const char *text, const char *flag,
+                    struct mp_error *err)
+{
+    static const char *const names[] = { "ttft", "tpot", "e2e" };
+    const char *p = text;
+    if (!*p)
+        return mp_fail(err, MP_ERR_INPUT, "%s: expected metric=duration[,...] such as "
+                       "ttft=500ms,tpot=50ms (metrics ttft, tpot, e2e), got ''", flag);
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        char item[128];
+        if (len >= sizeof item) len = sizeof item - 1;
+        memcpy(item, p, len);
+        item[len] = '\0';
+        char *eq = strchr(item, '=');
+        if (eq) *eq = '\0';
+        int which = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(item, names[i])) which = i;
+        if (which < 0 || !eq)
+            return mp_fail(err, MP_ERR_INPUT, "%s: %s '%s'; expected metric=duration with "
+                           "metric ttft, tpot or e2e (such as ttft=500ms,tpot=50ms)", flag,
+                           eq ? "unknown metric" : "expected metric=duration, got", item);
+        char key[32];
+        snprintf(key, sizeof key, "inference.slo_%s", names[which]);
+        struct mp_error e2 = { 0 };
+        if (config_set_key(cfg, key, eq + 1, flag, &e2))
+            return mp_fail(err, MP_ERR_INPUT, "%s: %s=%s: expected a duration with a unit "
+                           "(500ms, 50ms, 2s)", flag, item, eq + 1);
+        p += strcspn(p, ",");
+        if (*p == ',') p++;
+    }
+    return MP_OK;
+}

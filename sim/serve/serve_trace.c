@@ -80,6 +80,14 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
                  r->stage[st].free_bytes + r->stage[st].weights);
         meta(f, r->stage[st].chip, st, label);
     }
+    /* Replicas as groups: which replica (and pool) each stage's chip serves. */
+    if (r->replicas > 1 || r->pools > 1)
+        for (int st = 0; st < r->stages; st++) {
+            const struct serve_stage_report *x = &r->stage[st];
+            snprintf(label, sizeof label, "replica=%d%s", x->replica,
+                     r->pools > 1 ? (x->pool ? " decode" : " prefill") : "");
+            meta(f, x->chip, st, label);
+        }
     if (!rc) return;
 
     for (size_t i = 0; i < rc->n_pass; i++) {
@@ -95,7 +103,7 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
     }
     for (size_t i = 0; i < rc->n_hop; i++) {
         const struct serve_hop_rec *h = &rc->hop[i];
-        bool back = h->stage == r->stages - 1;
+        bool back = h->stage + 1 == r->stages || r->stage[h->stage + 1].replica != r->stage[h->stage].replica;
         units_format_seconds_exact(h->start, a, (int)sizeof a);
         units_format_seconds_exact(h->end, b, (int)sizeof b);
         if (back) snprintf(label, sizeof label, "tokens of slot %d back to stage 0", h->slot);
@@ -127,8 +135,14 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     const char *sep = "";
     for (int st = 0; st < r->stages; st++) {
         int c = r->stage[st].chip;
-        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-                   "\"args\":{\"name\":\"chip %d (stage %d)\"}}", sep, c, c, st);
+        if (r->replicas > 1 || r->pools > 1)
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                       "\"args\":{\"name\":\"replica %d%s: chip %d (stage %d)\"}}", sep, c,
+                    r->stage[st].replica,
+                    r->pools > 1 ? (r->stage[st].pool ? " decode" : " prefill") : "", c, st);
+        else
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                       "\"args\":{\"name\":\"chip %d (stage %d)\"}}", sep, c, c, st);
         sep = ",\n";
         fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                    "\"args\":{\"sort_index\":%d}}", sep, c, st);
