@@ -129,8 +129,10 @@ void serve_schedule(struct serve *s, mp_time t, int kind, int id)
 
 void serve_kv_log(struct serve *s, mp_time t)
 {
+    /* Every chip of a stage's group holds its share (a TP shard, an
+     * attention rank's requests): kv_used is one chip's. */
     double total = 0;
-    for (int st = 0; st < s->stages; st++) total += s->kv_used[st];
+    for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
     struct serve_result *r = &s->res;
     if (r->n_kv_log > 0 && r->kv_log[r->n_kv_log - 1].t == t) r->n_kv_log--;
     /* Paged pools change at every pass; keep only changes. (Reserved KV
@@ -385,8 +387,9 @@ void serve_emit(struct serve *s, int k, mp_time now)
             r->kv += r->chunk;
             if (paged && s->tree) serve_prefix_commit(s, k, r);
             if (r->kv == seq) {
-                int n = 1;
-                if (decode && serve_spec_k(s) > 0) n = serve_spec_tokens(s, r);
+                int n = 1, drawn = 1;
+                if (decode && serve_spec_k(s) > 0) n = drawn = serve_spec_tokens(s, r);
+                /* The last step may accept more than the request has left. */
                 if (n > r->output - r->generated) n = r->output - r->generated;
                 if (r->generated == 0) {
                     r->first_token = now;
@@ -400,7 +403,7 @@ void serve_emit(struct serve *s, int k, mp_time now)
                     r->spec_steps++;
                     r->spec_tokens += n;
                     s->res.spec_steps++;
-                    s->res.spec_tokens += n;
+                    s->res.spec_tokens += drawn; /* the acceptance's figure */
                     r->kv = serve_seq(r) - 1;
                     if (paged) serve_kv_trim(s, k, r);
                 }

@@ -302,7 +302,8 @@ static bool room(const struct serve *s, int k, int64_t blocks, int states)
     if (!P->has_state) return kp->used + blocks <= kp->blocks;
     for (int st = 0; st < P->stages; st++)
         if ((double)(kp->used + blocks) * P->block_bytes[st] +
-                (double)(kp->states + states) * P->state_bytes[st] > P->cap[st] / P->slots)
+                (double)(kp->states + states) * P->state_bytes[st] >
+            P->cap[st] * P->dp_attn / P->slots)
             return false;
     return kp->used + blocks <= kp->blocks;
 }
@@ -503,7 +504,10 @@ int serve_kv_setup(struct serve *s, struct mp_error *err)
             }
         }
         if (paged) {
-            P->blocks = best == INT64_MAX ? (int64_t)1 << 40 : best;
+            /* With data-parallel attention each of the dp_attn ranks keeps
+             * the KV of its own requests: the replica's pool is theirs
+             * together (requests spread evenly, serve_layout.c). */
+            P->blocks = best == INT64_MAX ? (int64_t)1 << 40 : best * P->dp_attn;
             P->slot_blocks = P->blocks / P->slots;
             if (P->slot_blocks < 1)
                 return mp_fail(err, MP_ERR_INFEASIBLE,
@@ -553,7 +557,8 @@ void serve_kv_account(struct serve *s, int rep)
     }
     for (int st = 0; st < P->stages; st++) {
         int g = R->stage0 + st;
-        double b = used * P->block_bytes[st] + states * P->state_bytes[st];
+        /* Per chip: a rank's share of the replica's blocks and states. */
+        double b = (used * P->block_bytes[st] + states * P->state_bytes[st]) / P->dp_attn;
         if (b != s->kv_used[g]) {
             double d = b - s->kv_used[g];
             s->kv_used[g] = b;

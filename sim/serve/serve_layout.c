@@ -73,9 +73,10 @@ static double activation_bytes(const struct serve *s, const struct serve_pool *P
     }
     double qkv = ((double)m->heads + 2.0 * m->kv_heads) * m->head_dim;
     double per_token = (2.0 * m->hidden + qkv / t + 3.0 * f / t) * A;
-    double act = (double)serve_budget(s) * per_token;
+    /* With data-parallel attention a rank runs its share of the step. */
+    double act = (double)serve_budget(s) / P->dp_attn * per_token;
     bool head = ps->last == m->n_layers - 1;
-    if (head) act += (double)serve_mb(s) * m->vocab / t * 4.0;
+    if (head) act += (double)serve_mb(s) / P->dp_attn * m->vocab / t * 4.0;
     return act;
 }
 

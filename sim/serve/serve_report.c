@@ -75,6 +75,20 @@ static void layout_lines(FILE *f, const struct serve *s)
                    "of tokens × %d × %d B, on %s (%s)\n", r->tp_allreduces_per_pass,
                 s->pr.model.hidden, s->cfg.model.activation_bits / 8, s->sys.name,
                 s->pool[0].tp <= s->sys.chips_per_node ? "inside a node" : "across nodes");
+    for (int p = 0; p < s->n_pools; p++) {
+        const struct serve_pool *P = &s->pool[p];
+        if (P->ep <= 1) continue;
+        int moe = 0;
+        const struct model *m = &P->pr->model;
+        for (int l = 0; l < m->n_layers; l++) moe += m->layer[l].moe;
+        int nodes = (P->width + s->sys.chips_per_node - 1) / s->sys.chips_per_node;
+        fprintf(f, "EP          %d GPUs%s (%d node%s), %d of %d experts each: %d MoE layers × a "
+                   "dispatch (%d-bit) and a combine all-to-all per pass; attention data-parallel "
+                   "over %d ranks\n", P->width, s->n_pools == 2 ? (p ? " (decode)" : " (prefill)") : "",
+                nodes, nodes == 1 ? "" : "s", m->experts / P->ep, m->experts, moe,
+                s->cfg.experts.dispatch_bits ? s->cfg.experts.dispatch_bits
+                                             : s->cfg.model.activation_bits, P->dp_attn);
+    }
     if (in->kv_cache == KV_PAGED) {
         for (int p = 0; p < s->n_pools; p++) {
             const struct serve_pool *P = &s->pool[p];
@@ -124,8 +138,10 @@ static void feature_lines(FILE *f, const struct serve *s)
                 r->spec_steps ? r->spec_tokens / r->spec_steps : 0, E);
     }
     if (s->n_pools == 2)
-        fprintf(f, "KV sent     %.2f GB prefill → decode; transfer p50 %s p90 %s p99 %s mean %s\n",
-                r->kv_transfer_bytes / 1e9, secs(r->kv_transfer.q[0], a, sizeof a),
+        fprintf(f, "KV sent     %.2f GB by each GPU of a prefill group (%.2f GB by all %d); "
+                   "transfer p50 %s p90 %s p99 %s mean %s\n", r->kv_transfer_bytes / 1e9,
+                r->kv_transfer_bytes * s->pool[0].tp / 1e9, s->pool[0].tp,
+                secs(r->kv_transfer.q[0], a, sizeof a),
                 secs(r->kv_transfer.q[1], b, sizeof b), secs(r->kv_transfer.q[2], c, sizeof c),
                 secs(r->kv_transfer.q[3], d, sizeof d));
     if (in->slo_ttft > 0 || in->slo_tpot > 0 || in->slo_e2e > 0) {
@@ -158,10 +174,11 @@ void serve_report_text(FILE *f, const struct serve *s)
             old ? r->stages : serve_chips(s), s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(S0 > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
     if (!old) layout_lines(f, s);
-    fprintf(f, "serving     %d stages (%s)%s, %d microbatches in flight × %d requests, "
+    fprintf(f, "serving     %d stage%s (%s)%s, %d microbatch%s in flight × %d requests, "
                "token budget %d, chunked prefill %s, context %d\n",
-            old ? r->stages : S0, in->placement == PLACEMENT_EVEN ? "even" : "plan",
-            old ? "" : " per replica", r->slots, r->micro_batch, serve_budget(s),
+            old ? r->stages : S0, (old ? r->stages : S0) == 1 ? "" : "s",
+            in->placement == PLACEMENT_EVEN ? "even" : "plan", old ? "" : " per replica",
+            r->slots, r->slots == 1 ? "" : "es", r->micro_batch, serve_budget(s),
             in->chunked_prefill ? "on" : "off", in->context_len);
     if (in->arrivals == ARRIVALS_TRACE)
         fprintf(f, "requests    %d from %s\n", r->requests, in->trace);
@@ -202,6 +219,11 @@ void serve_report_text(FILE *f, const struct serve *s)
         for (int x = 0; x < r->replicas; x++) {
             const struct serve_replica_report *p = &r->rep[x];
             char t1[32], t2[32], t3[32], t4[32];
+            if (s->n_pools == 2 && p->pool == 0) { /* prefill only: its requests finish elsewhere */
+                fprintf(f, "  %7d  %-8s  %5d  %6d  %5s  (prefill only: requests finish on a decode "
+                           "replica)\n", x, "prefill", p->chips, p->routed, "-");
+                continue;
+            }
             fprintf(f, "  %7d  %-8s  %5d  %6d  %5d  %9s  %9s  %9s  %9s  %9.0f  %9llu  %.2f/%.2f\n",
                     x, s->n_pools == 2 ? (p->pool ? "decode" : "prefill") : "-", p->chips,
                     p->routed, p->completed, secs(p->ttft[0], t1, sizeof t1),
