@@ -19,7 +19,9 @@
  *           row-parallel layers, as vLLM runs them), one after the
  *           vocabulary-parallel embedding, and on the last stage an
  *           all-gather of the E × vocabulary logits (vLLM gathers the
- *           vocabulary shards before sampling);
+ *           vocabulary shards before sampling); with parallel.sp each
+ *           all-reduce is a reduce-scatter and an all-gather of the same
+ *           bytes (sequence parallelism);
  *   ep > 1: per MoE layer a dispatch and a combine all-to-all of the rank's
  *           T × top-k token copies (experts_a2a_time; dispatch at
  *           experts.dispatch_bits, combine at the activation bits).
@@ -362,7 +364,13 @@ static mp_time comm_compute(struct serve *s, int g, double T, double E, int *n_a
     mp_time t = 0;
     double bytes = T * m->hidden * A;
     if (P->tp > 1) {
-        t += (mp_time)ars * coll(s, COLL_ALL_REDUCE, chip0, P->tp, bytes);
+        /* parallel.sp: each all-reduce becomes a reduce-scatter after the
+         * block and an all-gather before the next (the same bytes). */
+        if (s->cfg.parallel.sp)
+            t += (mp_time)ars * (coll(s, COLL_REDUCE_SCATTER, chip0, P->tp, bytes) +
+                                 coll(s, COLL_ALL_GATHER, chip0, P->tp, bytes));
+        else
+            t += (mp_time)ars * coll(s, COLL_ALL_REDUCE, chip0, P->tp, bytes);
         if (ps->last == m->n_layers - 1 && E > 0)
             t += coll(s, COLL_ALL_GATHER, chip0, P->tp, E * m->vocab * A);
     } else {
