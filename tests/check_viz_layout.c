@@ -661,21 +661,23 @@ START_TEST(test_pixels_gpipe)
     }
     /* Outside the step (the left margin) is lane, not bubble. */
     ck_assert_uint_eq(pixel_at(&app, &cv, 2, -0.3 * MS), VIZ_LANE);
-    /* Four rows leave room: lanes grow to twice their size (memory 2 × 16 px).
-     * The peaks (2 GB weights + 8 stashed 1 GB activations = 10 GB) stay
-     * below 4/5 of the 16 GB capacity, so the strip spans 0..10 GB (a round
-     * number already). */
+    /* Four rows leave room: lanes grow (up to three times) to fill the
+     * window; at 1200x500 the memory strip is 36 px (16 px × 2.25). The
+     * peaks (2 GB weights + 8 stashed 1 GB activations = 10 GB) stay below
+     * 4/5 of the 16 GB capacity, so the strip spans 0..10 GB (a round number
+     * already). */
     const struct viz_row *r = &app.geom.rows[0];
-    ck_assert_int_eq(r->mem_h, 32);
+    ck_assert_int_eq(r->mem_h, 36);
     ck_assert_double_eq(app.geom.mem_scale, 10.0 * GB);
     /* At 8.5 ms stage 0 holds all 10 GB: the whole strip. */
     int x = (int)floor(viz_x_of(&app.geom, &app.view, 8.5 * MS));
     ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 1) * cv.pitch + x], VIZ_MEM_FILL);
     ck_assert_uint_eq(cv.px[r->mem_y * cv.pitch + x], VIZ_MEM_FILL);
-    /* At 3.5 ms (F0..F3 started) it holds 2 + 4 = 6 GB: 6/10 × 32 = 19.2 → 19 px. */
+    /* At 3.5 ms (F0..F3 started) it holds 2 + 4 = 6 GB: 6/10 × 36 = 21.6 → 22 px
+     * (the half-scale line at 18 px is drawn under the fill). */
     x = (int)floor(viz_x_of(&app.geom, &app.view, 3.5 * MS));
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 19) * cv.pitch + x], VIZ_MEM_FILL);
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 20) * cv.pitch + x], VIZ_MEM_LANE);
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 22) * cv.pitch + x], VIZ_MEM_FILL);
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 23) * cv.pitch + x], VIZ_MEM_LANE);
     /* Utilization up to a replay cursor (busy share of [0, t]): stage 0 is
      * busy from 0 to 8 ms, then idle until its first backward at 17 ms. */
     int r0 = timeline_row_of(&tl, 0), r3 = timeline_row_of(&tl, 3);

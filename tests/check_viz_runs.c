@@ -297,10 +297,11 @@ START_TEST(test_folded_group)
     char buf[VIZ_TIP_W];
     ck_assert(viz_fold_label(&tl, r0, false, buf, sizeof buf));
     ck_assert_msg(strstr(buf, "64 chips: tp 8 \xC3\x97 dp 8") != NULL, "%s", buf);
-    ck_assert_msg(strstr(buf, "DP all-reduce lane above: chip 1") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "DP all-reduce lane in its row: chip 1") != NULL, "%s", buf);
     ck_assert(viz_count_line(&tl, buf, sizeof buf));
     ck_assert_str_eq(buf, "showing 3 of 128 chips (2 stages and their peers' lanes): TP and DP peers identical");
-    /* Folded (3 rows > 16? no: 3 rows unfold at start): fold it to see the lane inside. */
+    /* Three rows fit in 16, so the group starts open; fold it to see the
+     * DP lane drawn inside stage 0's row. */
     struct viz_scene sc = { .tl = { &tl }, .n = 1 };
     struct viz_app app;
     viz_app_init(&app, &sc, &stub_font, 1000, 500);
@@ -311,17 +312,24 @@ START_TEST(test_folded_group)
     const struct viz_row *r = screen_row(&app, 0, 0);
     ck_assert_int_eq(r->n_peer, 1);                  /* the DP lane inside stage 0's row */
     ck_assert_int_eq(r->peer_row[0], r1);
-    ck_assert_int_gt(r->fold_h, 0);
-    /* The drawn fold line counts the chips. */
+    /* The folded group's label counts its chips (and the arrow says it opens). */
     const struct viz_draw_list *dl = viz_app_frame(&app);
     bool found = false;
     for (size_t i = 0; i < dl->n; i++)
-        if (dl->cmds[i].type == VIZ_CMD_TEXT && strstr(dl->text + dl->cmds[i].text, "64 chips"))
+        if (dl->cmds[i].type == VIZ_CMD_TEXT && strcmp(dl->text + dl->cmds[i].text, "\xE2\x96\xB8 64 chips") == 0)
             found = true;
     ck_assert(found);
-    /* A click on the fold line opens it: chip 1 gets its own row. */
-    viz_app_mouse_button(&app, 50, r->fold_y + 1, true);
-    viz_app_mouse_button(&app, 50, r->fold_y + 1, false);
+    /* Hovering the label tells what runs there. */
+    struct viz_hit h = viz_layout_hit(&app.geom, &app.scene, &app.view, 20, r->y + 3);
+    ck_assert(h.ok && h.kind == VIZ_HIT_FOLD && h.row == r0);
+    char lines[10][VIZ_TIP_W];
+    ck_assert_int_eq(viz_hit_details(&app.scene, &h, lines, 10), 3);
+    ck_assert_str_eq(lines[0], "stage 0, simulated on chip 0");
+    ck_assert_msg(strstr(lines[1], "64 chips: tp 8 \xC3\x97 dp 8") != NULL, "%s", lines[1]);
+    ck_assert_str_eq(lines[2], "click to show its peers' rows");
+    /* A click on the label opens the group: chip 1 gets its own row. */
+    viz_app_mouse_button(&app, 20, r->y + 3, true);
+    viz_app_mouse_button(&app, 20, r->y + 3, false);
     ck_assert(app.unfold[0][r0]);
     ck_assert_int_eq(app.geom.n_rows, 3);
     /* The optimizer waited for its own DP all-reduce: exposed DP comm, not

@@ -333,6 +333,7 @@ const struct viz_draw_list *viz_app_frame(struct viz_app *app)
     if (app->mouse_in && app->drag == VIZ_DRAG_NONE && !app->help) {
         struct viz_hit h = viz_layout_hit(&app->geom, &app->scene, v, app->mouse_x, app->mouse_y);
         if (h.ok) {
+            viz_layout_highlight(&app->dl, &app->geom, &app->scene, v, &h);
             char lines[10][VIZ_TIP_W];
             const char *ptrs[10];
             int n = viz_hit_details(&app->scene, &h, lines, 10);

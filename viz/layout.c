@@ -130,14 +130,7 @@ static int place_rows(struct viz_geom *g, const struct viz_scene *sc, struct row
                 if (!open && comm_only(tl, tl->order[j]) && r->n_peer < VIZ_MAX_PEER_LANES)
                     r->peer_row[r->n_peer++] = tl->order[j];
             }
-            y = place_lanes(r, tl, rs, extras, y);
-            if (rs.fold && viz_fold_label(tl, row, open, NULL, 0)) {
-                r->fold_y = y;
-                r->fold_h = rs.fold;
-                y += rs.fold;
-                r->h = y - r->y;
-            }
-            y += rs.gap;
+            y = place_lanes(r, tl, rs, extras, y) + rs.gap;
             if (!open) continue;
             for (int j = i + 1; j < i + 1 + n_peers; j++) {
                 struct viz_row *pr = push_row(g);
@@ -193,16 +186,14 @@ void viz_layout_geom(struct viz_geom *g, const struct viz_scene *sc, const struc
     int fold_h = (font ? font->height : 12) + imax(2, m->pad / 2);
     int avail = g->rows_y1 - g->rows_y0;
     int full = place_rows(g, sc, sizes_at(m, 1.0, fold_h), true);
-    int folds = 0;
-    for (int i = 0; i < g->n_rows; i++) folds += g->rows[i].fold_h;
-    int fixed = headers + folds;
+    int fixed = headers;
     double s = 1.0;
     if (full < avail && full > fixed) {
-        /* Few rows: grow the lanes (up to twice) rather than leave half the
-         * window empty; a taller memory strip shows its shape. Rounding may
-         * overshoot, so step down until it fits. */
+        /* Few rows: grow the lanes (up to three times) rather than leave
+         * half the window empty; a taller memory strip shows its shape.
+         * Rounding may overshoot, so step down until it fits. */
         s = (double)(avail - fixed) / (double)(full - fixed);
-        if (s > 2.0) s = 2.0;
+        if (s > 3.0) s = 3.0;
         for (full = place_rows(g, sc, sizes_at(m, s, fold_h), true); full > avail && s > 1.0;
              full = place_rows(g, sc, sizes_at(m, s, fold_h), true))
             s = s - 0.05 > 1.0 ? s - 0.05 : 1.0;
@@ -234,7 +225,6 @@ void viz_layout_geom(struct viz_geom *g, const struct viz_scene *sc, const struc
         if (r->comm_h) r->comm_y += dy;
         for (int k = 0; k < r->n_peer; k++) r->peer_y[k] += dy;
         if (r->mem_h) r->mem_y += dy;
-        if (r->fold_h) r->fold_y += dy;
     }
     /* Sticky headers: a panel's header stays at the top of the rows area
      * while its rows scroll under it, and the next panel's pushes it off. */
@@ -399,7 +389,8 @@ struct viz_hit viz_layout_hit(const struct viz_geom *g, const struct viz_scene *
         const struct timeline *tl = sc->tl[r->panel];
         h.panel = r->panel;
         h.row = r->row;
-        if (r->fold_h && y >= r->fold_y && y < r->fold_y + r->fold_h) {
+        /* The label of a stage that stands for more chips: a click folds. */
+        if (x < g->plot_x0 && !r->peer && viz_fold_label(tl, r->row, false, NULL, 0)) {
             h.kind = VIZ_HIT_FOLD;
             h.ok = true;
             return h;
@@ -432,4 +423,24 @@ struct viz_hit viz_layout_hit(const struct viz_geom *g, const struct viz_scene *
         return h;
     }
     return h;
+}
+
+bool viz_lane_y(const struct viz_geom *g, int panel, int row, int stream, int *y, int *h)
+{
+    for (int i = 0; i < g->n_rows; i++) {
+        const struct viz_row *r = &g->rows[i];
+        if (r->panel != panel) continue;
+        if (r->row == row) {
+            if (stream == TL_COMPUTE) { *y = r->compute_y; *h = r->compute_h; }
+            else { *y = r->comm_y; *h = r->comm_h; }
+            return *h > 0;
+        }
+        for (int k = 0; k < r->n_peer; k++)
+            if (r->peer_row[k] == row && stream == TL_COMM) {
+                *y = r->peer_y[k];
+                *h = r->peer_h;
+                return true;
+            }
+    }
+    return false;
 }

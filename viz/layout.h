@@ -13,9 +13,9 @@
  * memory strip (when it has memory rows); a label column sits left of the
  * time area and a gutter with utilization and peak memory to its right.
  * When a stage stands for more chips than it shows (TP and DP peers,
- * simulated once) or has peers with work of their own (EP ranks), a fold
- * line under it says how many and what runs there; clicking it shows the
- * peers' rows.
+ * simulated once) or has peers with work of their own (EP ranks), its label
+ * says how many ("▸ 64 chips"); hovering the label says what runs there,
+ * clicking it shows the peers' rows under it.
  *
  * Time maps to x linearly: x = plot_x0 + (t − view.t0) / view.ps_per_px. A
  * box spans pixel columns floor(x(start)) .. floor(x(end)) − 1; ops narrower
@@ -74,7 +74,6 @@ struct viz_row {
     int n_peer;                 /* comm-only peers drawn inside this row */
     int peer_row[VIZ_MAX_PEER_LANES], peer_y[VIZ_MAX_PEER_LANES], peer_h;
     int mem_y, mem_h;
-    int fold_y, fold_h;         /* the fold line under a stage with peers; h 0: none */
     bool group_start;           /* first row of a new stage */
     bool peer;                  /* a peer's row, shown unfolded under its stage */
 };
@@ -150,6 +149,16 @@ struct viz_hit {
 struct viz_hit viz_layout_hit(const struct viz_geom *g, const struct viz_scene *sc,
                               const struct viz_view *v, int x, int y);
 
+/* Where a timeline row's lane is on screen (a peer's comm lane may sit in
+ * its stage's row); false when it is not laid out. */
+bool viz_lane_y(const struct viz_geom *g, int panel, int row, int stream, int *y, int *h);
+
+/* What a hover points at, outlined: the op's box, or the idle stretch with
+ * a line to the op whose end let the next op start (layout_text.c). */
+void viz_layout_highlight(struct viz_draw_list *dl, const struct viz_geom *g,
+                          const struct viz_scene *sc, const struct viz_view *v,
+                          const struct viz_hit *h);
+
 /* The pixel columns [*x0, *x1) of [start, end) at this view (before the
  * cursor cuts it); false when it is narrower than one column. */
 bool viz_span_columns(const struct viz_geom *g, const struct viz_view *v, mp_time start,
@@ -179,10 +188,13 @@ int viz_hit_details(const struct viz_scene *sc, const struct viz_hit *h, char li
 /* The row label of a timeline row ("stage 0", "stages 0, 7", "chip 65",
  * "slot 3") and its second line ("chip 0 · node 1", "serves stage 1"). */
 void viz_row_label(const struct timeline *tl, int row, char *a, size_t na, char *b, size_t nb);
-/* The fold line of a stage: how many chips it stands for and what runs on
- * its peers ("▸ stands for 64 chips: tp 8 × dp 8, identical ..."). Returns
- * false when the stage has nothing to fold. */
+/* What a stage's group of chips is: how many chips it stands for and what
+ * runs on its peers ("▸ 64 chips: tp 8 × dp 8, identical (simulated once);
+ * DP all-reduce lane above: chip 1"), the tooltip of its label; and the
+ * label's short form ("▸ 64 chips"). False when the stage stands for itself
+ * alone. `buf` may be NULL (just the question). */
 bool viz_fold_label(const struct timeline *tl, int row, bool unfolded, char *buf, size_t size);
+bool viz_fold_short(const struct timeline *tl, int row, bool unfolded, char *buf, size_t size);
 /* "showing 16 of 1,024 chips: TP and DP peers identical", or false when every
  * chip of the run has its row. */
 bool viz_count_line(const struct timeline *tl, char *buf, size_t size);

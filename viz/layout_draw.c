@@ -452,6 +452,10 @@ static void draw_labels(struct ctx *c, const struct viz_row *r)
     int x = m->pad + (r->peer ? m->pad : 0), w = m->label_w - x - m->pad / 2 - 4;
     char a[96], b[96];
     viz_row_label(c->tl, r->row, a, sizeof a, b, sizeof b);
+    /* A stage that stands for more chips says how many, where its chip
+     * number would be (the chip is in the label's tooltip). */
+    bool open = c->sc->unfold[r->panel] && c->sc->unfold[r->panel][r->row];
+    if (!r->peer) viz_fold_short(c->tl, r->row, open, b, sizeof b);
     int ly = r->compute_h + r->comm_h >= 2 * c->fh ? r->y : r->compute_y + (r->compute_h - c->fh) / 2;
     /* A label a little taller than its row may hang below it, never above
      * the panel's first row (into the header). */
@@ -487,20 +491,6 @@ static void draw_labels(struct ctx *c, const struct viz_row *r)
     }
 }
 
-static void draw_fold(struct ctx *c, const struct viz_row *r)
-{
-    const struct viz_geom *g = c->g;
-    bool open = c->sc->unfold[r->panel] && c->sc->unfold[r->panel][r->row];
-    viz_draw_rect(c->dl, 0, r->fold_y, c->v->width, r->fold_h, VIZ_FOLD_BG);
-    if (!c->fh) return;
-    char buf[VIZ_TIP_W];
-    viz_fold_label(c->tl, r->row, open, buf, sizeof buf);
-    int ty = r->fold_y + (r->fold_h - c->fh) / 2;
-    if (ty < c->label_bottom || ty < c->clip_y0) return;
-    text_fit(c, g->m.pad, ty, c->v->width - 2 * g->m.pad, VIZ_TEXT_DIM, buf);
-    c->label_bottom = ty + c->fh;
-}
-
 static void draw_row(struct ctx *c, const struct viz_row *r)
 {
     const struct viz_geom *g = c->g;
@@ -514,7 +504,6 @@ static void draw_row(struct ctx *c, const struct viz_row *r)
         viz_draw_rect(c->dl, 0, r->y - (g->m.group_gap + 1) / 2 - 1, v->width, 1, VIZ_SEPARATOR);
     draw_gutter(c, r);
     draw_labels(c, r);
-    if (r->fold_h) draw_fold(c, r);
 
     viz_draw_clip(c->dl, g->plot_x0, y0, plot_w, y1 - y0);
     viz_draw_rect(c->dl, g->plot_x0, r->compute_y, plot_w, r->compute_h, VIZ_LANE);

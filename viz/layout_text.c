@@ -150,7 +150,7 @@ bool viz_fold_label(const struct timeline *tl, int row, bool unfolded, char *buf
         if (first == last) snprintf(chips_txt, sizeof chips_txt, "chip %d", first);
         else snprintf(chips_txt, sizeof chips_txt, "chips %d-%d", first, last);
         if (comm_only == peers && !unfolded)
-            o += (size_t)snprintf(buf + o, size - o, "%s%s lane above: %s", chips > 1 ? "; " : "",
+            o += (size_t)snprintf(buf + o, size - o, "%s%s lane in its row: %s", chips > 1 ? "; " : "",
                                   work, chips_txt);
         else
             o += (size_t)snprintf(buf + o, size - o, "%s%d %s with work of their own (%s: %s)%s",
@@ -158,6 +158,18 @@ bool viz_fold_label(const struct timeline *tl, int row, bool unfolded, char *buf
                                   chips_txt, work, unfolded ? "" : ", click to show");
     }
     (void)o;
+    return true;
+}
+
+bool viz_fold_short(const struct timeline *tl, int row, bool unfolded, char *buf, size_t size)
+{
+    if (!viz_fold_label(tl, row, unfolded, NULL, 0)) return false;
+    struct par p = parallel_of(tl);
+    int chips = p.known ? p.tp * p.dp : 1, peers = 0;
+    for (int i = 0; i < tl->n_rows; i++) peers += tl->rows[i].serves == row;
+    const char *mark = peers ? (unfolded ? "\xE2\x96\xBE " : "\xE2\x96\xB8 ") : "";
+    if (chips > 1) snprintf(buf, size, "%s%d chips", mark, chips);
+    else snprintf(buf, size, "%s%d peers", mark, peers);
     return true;
 }
 
@@ -498,9 +510,16 @@ static int idle_details(const struct timeline *tl, int row, double t, char lines
     case TL_WAIT_COMM:
         op_name(tl, w.cause, who, sizeof who);
         if (n < cap) snprintf(lines[n++], VIZ_TIP_W, "waiting for its own %s", who);
-        if (n < cap)
-            snprintf(lines[n++], VIZ_TIP_W, "exposed %s communication, not bubble",
-                     w.comm ? timeline_comm_name(w.comm) : "");
+        if (n < cap) {
+            char kind[8] = "";
+            const char *cn = timeline_comm_name(w.comm);
+            for (size_t i = 0; cn[i] && i + 2 < sizeof kind; i++) {
+                kind[i] = (char)(cn[i] - 'a' + 'A');
+                kind[i + 1] = ' ';
+                kind[i + 2] = '\0';
+            }
+            snprintf(lines[n++], VIZ_TIP_W, "exposed %scommunication, not bubble", kind);
+        }
         break;
     case TL_WAIT_DONE:
         if (n < cap) snprintf(lines[n++], VIZ_TIP_W, "done: the other stages are still working");
@@ -554,16 +573,70 @@ int viz_hit_details(const struct viz_scene *sc, const struct viz_hit *h, char li
     case VIZ_HIT_OP: return op_details(tl, h->row, h->stream, h->op, lines, cap);
     case VIZ_HIT_IDLE: return idle_details(tl, h->row, h->t, lines, cap);
     case VIZ_HIT_MEM: return mem_details(tl, h->row, h->t, lines, cap);
-    case VIZ_HIT_FOLD:
-        if (cap < 1) return 0;
-        viz_fold_label(tl, h->row, sc->unfold[h->panel] && sc->unfold[h->panel][h->row], lines[0],
-                       VIZ_TIP_W);
-        return 1;
+    case VIZ_HIT_FOLD: {
+        if (cap < 2) return 0;
+        char a[48], b[48];
+        bool open = sc->unfold[h->panel] && sc->unfold[h->panel][h->row];
+        viz_row_label(tl, h->row, a, sizeof a, b, sizeof b);
+        snprintf(lines[0], VIZ_TIP_W, "%s, simulated on %s", a, *b ? b : "its chip");
+        viz_fold_label(tl, h->row, open, lines[1], VIZ_TIP_W);
+        int n = 2;
+        bool peers = false;
+        for (int i = 0; i < tl->n_rows; i++) peers |= tl->rows[i].serves == h->row;
+        if (peers && n < cap)
+            snprintf(lines[n++], VIZ_TIP_W, "click to %s its peers' rows", open ? "hide" : "show");
+        return n;
+    }
     default: return 0;
     }
 }
 
 /* ---- overlays ---- */
+
+static void outline(struct viz_draw_list *dl, int x0, int y0, int x1, int y1, viz_color c)
+{
+    viz_draw_rect(dl, x0, y0, x1 - x0, 2, c);
+    viz_draw_rect(dl, x0, y1 - 2, x1 - x0, 2, c);
+    viz_draw_rect(dl, x0, y0, 2, y1 - y0, c);
+    viz_draw_rect(dl, x1 - 2, y0, 2, y1 - y0, c);
+}
+
+void viz_layout_highlight(struct viz_draw_list *dl, const struct viz_geom *g,
+                          const struct viz_scene *sc, const struct viz_view *v,
+                          const struct viz_hit *h)
+{
+    if (!h->ok || (h->kind != VIZ_HIT_OP && h->kind != VIZ_HIT_IDLE)) return;
+    const struct timeline *tl = sc->tl[h->panel];
+    int y, hh;
+    if (!viz_lane_y(g, h->panel, h->row, h->stream, &y, &hh)) return;
+    viz_draw_clip(dl, g->plot_x0, g->rows_y0, g->plot_x1 - g->plot_x0, g->rows_y1 - g->rows_y0);
+    if (h->kind == VIZ_HIT_OP) {
+        const struct tl_lane *l = timeline_lane(tl, h->row, h->stream);
+        int x0 = (int)floor(viz_x_of(g, v, (double)l->start[h->op]));
+        int x1 = (int)floor(viz_x_of(g, v, (double)l->end[h->op]));
+        outline(dl, x0 - 1, y - 1, imax(x1, x0 + 2) + 1, y + hh + 1, VIZ_CURSOR);
+        viz_draw_noclip(dl);
+        return;
+    }
+    struct tl_wait w = timeline_wait_at(tl, h->row, (mp_time)floor(h->t));
+    int x0 = (int)floor(viz_x_of(g, v, (double)w.from)), x1 = (int)floor(viz_x_of(g, v, (double)w.to));
+    outline(dl, x0, y, imax(x1, x0 + 4), y + hh, VIZ_CURSOR);
+    /* The dependency: down (or up) from the op that released the wait to
+     * where the next op starts. */
+    int row, stream, oy, oh;
+    size_t k;
+    if (w.origin != TL_NONE && timeline_locate(tl, w.origin, &row, &stream, &k) &&
+        viz_lane_y(g, h->panel, row, stream, &oy, &oh)) {
+        const struct tl_lane *l = timeline_lane(tl, row, stream);
+        int ox = (int)floor(viz_x_of(g, v, (double)l->end[k]));
+        int ox0 = (int)floor(viz_x_of(g, v, (double)l->start[k]));
+        outline(dl, ox0 - 1, oy - 1, imax(ox, ox0 + 2) + 1, oy + oh + 1, VIZ_CURSOR);
+        int ya = oy + oh / 2, yb = y + hh / 2;
+        viz_draw_rect(dl, ox - 1, ya < yb ? ya : yb, 2, abs(yb - ya), VIZ_CURSOR);
+        if (x1 > ox) viz_draw_rect(dl, ox - 1, yb - 1, x1 - ox + 1, 2, VIZ_CURSOR);
+    }
+    viz_draw_noclip(dl);
+}
 
 void viz_layout_status(struct viz_draw_list *dl, const struct viz_geom *g,
                        const struct viz_view *v, const struct viz_font *font, const char *left,
