@@ -257,7 +257,7 @@ static const char *const help_rows[][2] = {
     { "shift+wheel", "scroll rows (also up, down, PgUp, PgDn)" },
     { "drag", "pan; on the time axis: scrub the cursor" },
     { "hover", "an op's details; what an idle stretch waited for; memory" },
-    { "click", "a fold line: show / hide that stage's peers" },
+    { "click", "a stage's label: show / hide its peers' rows" },
     { "f", "fold / unfold every stage's peers" },
     { "u", "serving runs: heat map of busy share / op kinds" },
     { "?  h", "this help" },

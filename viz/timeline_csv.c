@@ -453,7 +453,7 @@ static int cmp_id_line(const void *a, const void *b)
 /* Every released_by names an op of the file, and no id is used twice. */
 static void check_refs(struct reader *r)
 {
-    qsort(r->ids, r->n_ids, sizeof *r->ids, cmp_id_line);
+    if (r->n_ids) qsort(r->ids, r->n_ids, sizeof *r->ids, cmp_id_line);
     for (size_t i = 1; i < r->n_ids && !r->status; i++)
         if (r->ids[i].id == r->ids[i - 1].id)
             r->status = mp_fail(r->err, MP_ERR_INPUT, "%s:%ld: column op: id %u is taken "
