@@ -232,7 +232,35 @@ int viz_header_items(const struct viz_scene *sc, int p, double heat_max, struct 
      * the viewer tells waits for another stage from waits for the stage's
      * own communication, which it shows apart. */
     const char *bub = timeline_meta(tl, -1, "bubble");
-    if (tl->has_released) {
+    const char *split_bubble = timeline_meta(tl, -1, "step_split.bubble_s");
+    if (split_bubble && step_ps > 0) {
+        /* The simulator's own step accounting (step_split.h), when the file
+         * carries it: the CLI's figures exactly. */
+        pct(atof(split_bubble) * 1e12 / step_ps, a, sizeof a);
+        add_item(items, &n, cap, VIZ_SW_NONE, 0, 0, "bubble %s", a);
+        static const char *const kinds[] = { "tp", "cp", "pp", "dp", "ep" };
+        double total = 0, part[5];
+        for (int k = 0; k < 5; k++) {
+            char key[48];
+            snprintf(key, sizeof key, "step_split.exposed_%s_s", kinds[k]);
+            const char *v = timeline_meta(tl, -1, key);
+            part[k] = v ? atof(v) * 1e12 / step_ps : 0;
+            total += part[k];
+        }
+        if (total >= 0.0005) {
+            pct(total, a, sizeof a);
+            size_t o = (size_t)snprintf(buf, sizeof buf, "exposed comm %s (", a);
+            const char *sep = "";
+            for (int k = 0; k < 5; k++) {
+                if (part[k] < 0.0005) continue;
+                pct(part[k], b, sizeof b);
+                o += (size_t)snprintf(buf + o, sizeof buf - o, "%s%s %s", sep, kinds[k], b);
+                sep = ", ";
+            }
+            snprintf(buf + o, sizeof buf - o, ")");
+            add_item(items, &n, cap, VIZ_SW_NONE, 0, 0, "%s", buf);
+        }
+    } else if (tl->has_released) {
         pct(tl->bubble, a, sizeof a);
         add_item(items, &n, cap, VIZ_SW_NONE, 0, 0, "bubble %s", a);
         if (tl->exposed_comm >= 0.0005) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "sim/io/config.h"
+#include "sim/serve/accel.h"
 #include "sim/serve/serve.h"
 #include "sim/train/report.h"
 #include "sim/train/sim.h"
@@ -144,6 +145,32 @@ int viz_load_scenario(struct timeline *tl, const char *path, char *const *sets, 
     for (int i = 0; !rc && i < n_sets; i++) rc = config_set(&cfg, sets[i], "--set", err);
     if (rc) return rc;
     const char *slash = strrchr(path, '/');
+    if (cfg.device_map.policy != DEVMAP_NONE) {
+        /* generate() as Accelerate runs a device map (accel.h): its first
+         * call is a few thousand rows, so through its CSV writer in memory. */
+        struct accel_setup a;
+        struct accel_report rep = { 0 };
+        rc = accel_setup(&a, &cfg, NULL, err);
+        if (!rc) rc = accel_generate_recorded(&rep, &a, true, err);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = rc ? NULL : open_memstream(&buf, &len);
+        if (f) {
+            accel_timeline_csv(f, &a, &rep);
+            fclose(f);
+            rc = timeline_read_csv_buffer(tl, path, buf, len, err);
+        } else if (!rc) {
+            rc = mp_fail(err, MP_ERR_INTERNAL, "%s: out of memory", path);
+        }
+        free(buf);
+        accel_report_release(&rep);
+        accel_setup_release(&a);
+        if (!rc) {
+            free(tl->name);
+            tl->name = mp_xstrdup(slash ? slash + 1 : path);
+        }
+        return rc;
+    }
     if (cfg.inference.present) { /* a serving run: passes of continuous batching */
         struct serve sv;
         rc = serve_run_recorded(&sv, &cfg, true, err);

@@ -2,7 +2,9 @@
  * between (the 59-wafer serving run's 9.2 million ops would be 850 MB of
  * text). Training goes through report.h's report_timeline_each, the rows the
  * CSV writer writes; serving reads the run's compact record (serve.h), each
- * pass's facts kept once for its copies on every stage.
+ * pass's facts kept once for its copies on every stage. A [device_map] run
+ * (generate() the Accelerate way: a few thousand rows) goes through its
+ * timeline CSV writer in memory.
  *
  * Plain C: no SDL. */
 #ifndef MPSIM_VIZ_LOAD_H
@@ -11,8 +13,9 @@
 #include "sim/common.h"
 #include "timeline.h"
 
-/* Load SCENARIO.ini with its `--set` overrides, run it (training or
- * serving, by its [inference] section) and fill `tl` (initialised, empty),
+/* Load SCENARIO.ini with its `--set` overrides, run it (training, serving
+ * by its [inference] section, a device map by its [device_map] policy) and
+ * fill `tl` (initialised, empty),
  * finished, named after the file. Input errors are MP_ERR_INPUT with the
  * simulator's message; an infeasible run is MP_ERR_INFEASIBLE. */
 int viz_load_scenario(struct timeline *tl, const char *path, char *const *sets, int n_sets,
