@@ -81,7 +81,11 @@ static int place_lanes(struct viz_row *r, const struct timeline *tl, struct row_
     r->compute_y = y;
     r->compute_h = rs.compute;
     y += rs.compute;
-    if (extras && tl->has_comm) { r->comm_y = y; r->comm_h = rs.comm; y += rs.comm; }
+    if (extras && tl->has_comm && tl->rows[r->row].lane[TL_COMM].n) {
+        r->comm_y = y;
+        r->comm_h = rs.comm;
+        y += rs.comm;
+    }
     if (extras && r->n_peer) {
         r->peer_h = rs.peer;
         for (int i = 0; i < r->n_peer; i++) { r->peer_y[i] = y; y += rs.peer; }
