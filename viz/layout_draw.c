@@ -118,16 +118,28 @@ static void lod_columns(struct ctx *c, const struct tl_lod *lod, double tcut, in
         double r0 = (t0 - lod->base) / bw, r1 = (t1 - lod->base) / bw;
         if (r0 < 0) r0 = 0;
         if (r1 > n) r1 = n;
-        double cov = 0, w[TL_LOD_SLOTS] = { 0 };
+        /* A column reads 2-4 bins: sum per kind in a short list rather
+         * than all 16 slots (this loop runs for every column of every lane). */
+        double cov = 0, w[8];
+        uint8_t kk[8];
+        int nk = 0;
         for (uint32_t j = (uint32_t)r0; j < n && (double)j < r1; j++) {
             double lo = j > r0 ? j : r0, hi = j + 1.0 < r1 ? j + 1.0 : r1;
             double part = busy[j] / TL_LOD_ONE * (hi - lo);
             cov += part;
-            w[kind[j]] += part;
+            int i = 0;
+            while (i < nk && kk[i] != kind[j]) i++;
+            if (i == nk) {
+                if (nk == 8) continue;
+                kk[nk] = kind[j];
+                w[nk++] = 0;
+            }
+            w[i] += part;
         }
         int best = 0;
-        for (int k = 1; k < TL_LOD_SLOTS; k++)
-            if (w[k] > w[best]) best = k;
+        for (int i = 1; i < nk; i++)
+            if (w[i] > w[best] || (w[i] == w[best] && kk[i] < kk[best])) best = i;
+        best = nk ? kk[best] : 0;
         /* cov is in bins; the column is pp / bw bins wide. */
         c->cov[x - g->plot_x0] = (float)(cov * bw / pp);
         c->kind[x - g->plot_x0] = (uint8_t)best;
@@ -506,12 +518,20 @@ static void draw_row(struct ctx *c, const struct viz_row *r)
     draw_labels(c, r);
 
     viz_draw_clip(c->dl, g->plot_x0, y0, plot_w, y1 - y0);
-    viz_draw_rect(c->dl, g->plot_x0, r->compute_y, plot_w, r->compute_h, VIZ_LANE);
     /* Idle compute inside the step: the bubble, tinted and hatched so it
-     * reads as a hole (plain in a heat map: no moiré); ops over it. */
+     * reads as a hole (plain in a heat map: no moiré); ops over it. The
+     * plain lane is painted only outside it (a frame paints every pixel
+     * once fewer: the biggest share of a frame is filling pixels). */
     double bend = (double)tl->t_end < v->cursor ? (double)tl->t_end : v->cursor;
     int bx0 = px(viz_x_of(g, v, (double)tl->t_begin), g), bx1 = px(viz_x_of(g, v, bend), g);
-    if (tl->n_ops && bx1 > bx0 && timeline_lane(tl, r->row, TL_COMPUTE)->n) {
+    bool tinted = tl->n_ops && bx1 > bx0 && timeline_lane(tl, r->row, TL_COMPUTE)->n;
+    if (!tinted) {
+        viz_draw_rect(c->dl, g->plot_x0, r->compute_y, plot_w, r->compute_h, VIZ_LANE);
+    } else {
+        viz_draw_rect(c->dl, g->plot_x0, r->compute_y, bx0 - g->plot_x0, r->compute_h, VIZ_LANE);
+        viz_draw_rect(c->dl, bx1, r->compute_y, g->plot_x1 - bx1, r->compute_h, VIZ_LANE);
+    }
+    if (tinted) {
         if (c->heat) viz_draw_rect(c->dl, bx0, r->compute_y, bx1 - bx0, r->compute_h, VIZ_HEAT_IDLE);
         else if (r->compute_h >= 8) /* stripes on a thin lane only flicker */
             viz_draw_hatch(c->dl, bx0, r->compute_y, bx1 - bx0, r->compute_h, VIZ_BUBBLE,
