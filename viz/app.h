@@ -8,7 +8,7 @@
  * unfold every group of peers, u heat map or kinds for serving runs, ? help,
  * q / Esc quit. Mouse: wheel zooms around the pointer (shift+wheel scrolls
  * rows), drag pans, drag on the time axis scrubs the cursor, a click on a
- * fold line shows or hides that stage's peers, hover explains what is under
+ * stage's label shows or hides its peers, hover explains what is under
  * the pointer (an op, an idle stretch, memory). */
 #ifndef MPSIM_VIZ_APP_H
 #define MPSIM_VIZ_APP_H

@@ -1,4 +1,4 @@
-/* layout_text.c — the viewer's words: row labels, fold lines, the count of
+/* layout_text.c — the viewer's words: row labels, fold labels, the count of
  * chips shown, panel headers (figures and colour key, wrapped), tooltips
  * (an op, what an idle stretch waited for, memory at an instant), the
  * status line. See layout.h. */
