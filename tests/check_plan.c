@@ -174,13 +174,19 @@ START_TEST(even_placement_splits_decoders)
 }
 END_TEST
 
-/* The hybrid forms: full_attn_layers (1-based, top level or in
- * linear_attn_config) and full_attention_interval; a layer_types list wins. */
-static int load(struct model *m, const char *extra)
+/* The hybrid forms (models/model_pattern.c): Kimi's linear_attn_config
+ * (full_attn_layers 1-based, the rest linear) and Qwen3-Next's
+ * full_attention_interval; a layer_types list must agree with them. */
+#define KIMI "\"model_type\":\"kimi_k3\","
+#define QNEXT "\"model_type\":\"qwen3_next\",\"linear_num_key_heads\":2," \
+              "\"linear_num_value_heads\":4,\"linear_key_head_dim\":16," \
+              "\"linear_value_head_dim\":16,\"linear_conv_kernel_dim\":4,"
+static int load(struct model *m, const char *family, const char *extra)
 {
     char json[1024];
-    snprintf(json, sizeof json, "{\"hidden_size\":64,\"intermediate_size\":128,"
-             "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}", extra);
+    snprintf(json, sizeof json, "{%s\"hidden_size\":64,\"intermediate_size\":128,"
+             "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}",
+             family, extra);
     struct mp_error err = { 0 };
     int rc = model_load_json(m, json, "t.json", &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
@@ -196,31 +202,45 @@ static void expect_full(const struct model *m, const char *pattern)
 START_TEST(hybrid_layer_forms)
 {
     struct model m;
-    ck_assert_int_eq(load(&m, ",\"full_attn_layers\":[2,6]"), MP_OK);
+    ck_assert_int_eq(load(&m, KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2,6]}"), MP_OK);
     expect_full(&m, "LFLLLF");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"linear_attn_config\":{\"full_attn_layers\":[1,4]}"), MP_OK);
+    ck_assert_int_eq(load(&m, KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[1,4]}"), MP_OK);
     expect_full(&m, "FLLFLL");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"full_attention_interval\":3"), MP_OK);
+    ck_assert_int_eq(load(&m, QNEXT, ",\"full_attention_interval\":3"), MP_OK);
     expect_full(&m, "LLFLLF");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"full_attention_interval\":3,\"layer_types\":[\"full_attention\","
-                              "\"full_attention\",\"full_attention\",\"full_attention\","
-                              "\"full_attention\",\"linear_attention\"]"), MP_OK);
-    expect_full(&m, "FFFFFL");
+    /* A list that says the same as the interval is read; one that does not
+     * is an error naming both. */
+    ck_assert_int_eq(load(&m, QNEXT, ",\"full_attention_interval\":3,\"layer_types\":["
+                              "\"linear_attention\",\"linear_attention\",\"full_attention\","
+                              "\"linear_attention\",\"linear_attention\",\"full_attention\"]"),
+                     MP_OK);
+    expect_full(&m, "LLFLLF");
     model_release(&m);
     struct mp_error err = { 0 };
-    const char *bad[] = { ",\"full_attn_layers\":[0]", ",\"full_attn_layers\":[7]",
-                          ",\"full_attn_layers\":[2,2]", ",\"full_attn_layers\":3",
-                          ",\"full_attention_interval\":0" };
+    static const struct { const char *family, *extra, *key; } bad[] = {
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[0]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[7]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2,2]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":3}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2],\"kda_layers\":[1,3,4,5]}",
+          "kda_layers" },
+        { KIMI, "", "linear_attn_config" },
+        { QNEXT, ",\"full_attention_interval\":0", "full_attention_interval" },
+        { QNEXT, ",\"full_attention_interval\":3,\"layer_types\":[\"full_attention\","
+                 "\"full_attention\",\"full_attention\",\"full_attention\","
+                 "\"full_attention\",\"linear_attention\"]", "full_attention_interval" },
+    };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char json[512];
-        snprintf(json, sizeof json, "{\"hidden_size\":64,\"intermediate_size\":128,"
-                 "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}", bad[i]);
+        char json[768];
+        snprintf(json, sizeof json, "{%s\"hidden_size\":64,\"intermediate_size\":128,"
+                 "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}",
+                 bad[i].family, bad[i].extra);
         ck_assert_int_eq(model_load_json(&m, json, "t.json", &err), MP_ERR_INPUT);
         ck_assert_ptr_nonnull(strstr(err.msg, "t.json"));
-        ck_assert(strstr(err.msg, "full_attn_layers") || strstr(err.msg, "full_attention_interval"));
+        ck_assert_msg(strstr(err.msg, bad[i].key), "case %zu: no %s in: %s", i, bad[i].key, err.msg);
     }
 }
 END_TEST
