@@ -17,6 +17,7 @@ int cli_sweep(int argc, char **argv);      /* cli_sweep.c: a grid, one CSV row a
 int cli_search(int argc, char **argv);     /* cli_search.c: the best layouts for N chips */
 int cli_plot(int argc, char **argv);       /* cli_plot.c: a sweep CSV as a chart */
 int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by memory */
+int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json was read as */
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;

@@ -20,6 +20,7 @@ static const char usage_text[] =
     "  mpsim search SCENARIO.ini --chips N [--top N]   best layouts for N chips\n"
     "  mpsim plot SWEEP.csv --x KEY --y METRIC [--by KEY] --out FILE.png|svg|pdf\n"
     "  mpsim list models|chips|systems|schedules|keys\n"
+    "  mpsim model PATH|PRESET [--json]   what a Hugging Face config.json is read as\n"
     "  mpsim collective --system S --op all_reduce --bytes 8GiB --chips N [--sweep]\n"
     "  mpsim --help | mpsim run --help | mpsim --version\n"
     "\n"
@@ -51,6 +52,7 @@ static const struct command commands[] = {
     { "search", cli_search },
     { "plot", cli_plot },
     { "plan", cli_plan },
+    { "model", cli_model },
     { NULL, NULL },
 };
 
