@@ -106,7 +106,9 @@ const struct arch_row arch_rows[] = {
       .def = {[F_FULL_EVERY] = "4"},
       LLAMA_LAYOUT, .qk_norm = QK_HEAD_DIM, .attn_gate = true, .linear = MIXER_GATED_DELTANET,
       .other = MIXER_GATED_DELTANET, .layers = LF_EVERY_NTH, .moe = MOE_QWEN,
-      .shared_gate = true, .quote = QUOTE_ALL },
+      /* "3B activated" matches no convention (3.87B with the embedding,
+       * 3.25B in the decoders): QUOTE_UNKNOWN. */
+      .shared_gate = true, .quote = QUOTE_UNKNOWN },
     { .model_type = "qwen2_vl", .classes = {"Qwen2VLForConditionalGeneration"},
       .summary = "Qwen2-VL: a Qwen2 language model (top level or text_config) beside a "
                  "vision tower, which is not simulated",

@@ -66,6 +66,9 @@ int rd_fail(const struct reader *r, const char *key, const char *fmt, ...)
     const char *leaf;
     const cJSON *o = locate(r, key, &leaf);
     int line = o ? json_doc_key_line(&r->doc, o, leaf) : 0;
+    /* A key missing under text_config: the line that opens text_config. */
+    if (line == 0 && r->obj != r->root && r->m->wrapper)
+        line = json_doc_key_line(&r->doc, r->root, r->m->wrapper->text_key);
     if (line > 0)
         return mp_fail(r->err, MP_ERR_INPUT, "%s:%d: key %s%s: %s", r->origin, line, r->prefix,
                        key, what);
