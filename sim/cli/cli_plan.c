@@ -14,13 +14,19 @@ static const char plan_usage_text[] =
     "with weights plus the reserve its layers need for inference.concurrency\n"
     "requests at inference.context_len tokens (KV cache for full attention, the\n"
     "fixed state for linear attention); layers are split only by parallel.tp.\n"
-    "Prints the chip count, one row per chip and the KV-bound concurrency.\n";
+    "Prints the chip count, one row per chip and the KV-bound concurrency.\n"
+    "\n"
+    "mpsim plan --device-map MODEL|SCENARIO.ini [...] places a Hugging Face model\n"
+    "as from_pretrained(device_map=\"auto\") does (`mpsim plan --device-map --help`).\n";
 
 int cli_plan(int argc, char **argv)
 {
     const char *scenario = NULL;
     bool json = false;
     struct mp_error err = { 0 };
+    /* Accelerate's placement has options of its own (cli_device_map.c). */
+    for (int i = 0; i < argc; i++)
+        if (!strcmp(argv[i], "--device-map")) return cli_plan_device_map(argc, argv);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {

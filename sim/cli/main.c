@@ -15,6 +15,8 @@ static const char usage_text[] =
     "  mpsim run SCENARIO.ini [--set section.key=value]... [--json]\n"
     "            [--timeline OUT.csv] [--trace OUT.json] [--validate]\n"
     "  mpsim plan SCENARIO.ini [--set section.key=value]... [--json]\n"
+    "  mpsim plan --device-map MODEL|SCENARIO.ini [--system S] [--max-memory 0=10GiB,cpu=64GiB]\n"
+    "            [--policy auto|...] [--json]   what Accelerate's device_map=\"auto\" does\n"
     "  mpsim sweep SCENARIO.ini --vary section.key=v1,v2,... [--vary ...] --out OUT.csv\n"
     "            [--jobs N] [--resume] [--best METRIC] [--pareto X,Y]\n"
     "  mpsim search SCENARIO.ini --chips N [--top N]   best layouts for N chips\n"
