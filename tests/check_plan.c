@@ -159,6 +159,45 @@ START_TEST(smaller_target_packs_tighter_larger_fails)
 }
 END_TEST
 
+/* Per-kind reserves (issue 15), placed evenly on 2 chips of the wafer
+ * system so every stage's per-request figure is a sum a person can check. */
+START_TEST(sliding_and_state_reserves)
+{
+    struct plan_run r;
+    /* Mistral 7B slides over 4096 tokens: at 32768 tokens a stage of 16
+     * layers keeps 16 × 4096 tokens × 4096 B (2 × 8 KV heads × 128 × 2 B),
+     * not 16 × 32768 × 4096. */
+    const char *mistral[] = { "model.config=mistral-7b", "model.weight_bits=16", "model.kv_bits=16",
+                              "inference.placement=even", "parallel.pp=2",
+                              "inference.context_len=32768", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, mistral), MP_OK);
+    ck_assert_double_eq(r.plan.stage[0].kv_window_per_token, 16 * 4096.0);
+    ck_assert_int_eq(r.plan.stage[0].kv_window, 4096);
+    ck_assert_double_eq(r.plan.stage[0].per_request, 16 * 4096.0 * 4096);
+    ck_assert_double_eq(plan_stage_request_bytes(&r.plan.stage[0], 1000), 16 * 1000.0 * 4096);
+    ck_assert_int_eq(r.plan.stage[0].n_full, 16);
+    plan_run_release(&r);
+    /* Jamba: stage 0 holds layers 0-15, 14 Mamba layers of (8192 × 16 +
+     * 8192 × 3) elements and 2 attention layers (4 and 12) of 2 × 8 × 128 per
+     * token, at 16 bits. */
+    const char *jamba[] = { "model.config=jamba-v0.1", "model.weight_bits=16", "model.kv_bits=16",
+                            "inference.placement=even", "parallel.pp=2",
+                            "inference.context_len=1000", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, jamba), MP_ERR_INFEASIBLE); /* 51.6B at 16 bits on 2 wafers */
+    plan_run_release(&r);
+    const char *jamba4[] = { "model.config=jamba-v0.1", "model.weight_bits=4", "model.kv_bits=16",
+                             "inference.placement=even", "parallel.pp=2",
+                             "inference.context_len=1000", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, jamba4), MP_OK);
+    ck_assert_int_eq(r.plan.stage[0].n_linear, 14);
+    ck_assert_int_eq(r.plan.stage[0].n_full, 2);
+    ck_assert_double_eq(r.plan.stage[0].state_per_request, 14 * (8192.0 * 16 + 8192 * 3) * 2);
+    ck_assert_double_eq(r.plan.stage[0].per_request,
+                        14 * (8192.0 * 16 + 8192 * 3) * 2 + 2 * 1000.0 * 2 * 8 * 128 * 2);
+    plan_run_release(&r);
+}
+END_TEST
+
 /* placement = even: the training split over parallel.pp chips. */
 START_TEST(even_placement_splits_decoders)
 {
@@ -255,6 +294,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, wafer_case_json);
     tcase_add_test(tc, smaller_target_packs_tighter_larger_fails);
     tcase_add_test(tc, even_placement_splits_decoders);
+    tcase_add_test(tc, sliding_and_state_reserves);
     tcase_add_test(tc, hybrid_layer_forms);
     suite_add_tcase(s, tc);
     return s;

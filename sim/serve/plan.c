@@ -323,10 +323,16 @@ void plan_report_text(FILE *f, const struct plan_run *r)
             m->name, r->system, r->chip.name, pl->p.chip_mem / 1e9, pl->p.tp,
             pl->p.weight_bits, pl->p.kv_bits);
     int linear = 0;
-    for (int l = 1; l <= m->decoders; l++) linear += m->layer[l].attn == ATTN_LINEAR;
-    fprintf(f, "model       %d layers (%d full attention, %d linear), %.2fB parameters = "
-               "%.2f TB of weights\n", m->decoders, m->decoders - linear, linear,
-            model_params(m) / 1e9, model_params(m) * pl->p.weight_bits / 8 / 1e12);
+    int none = 0; /* MLP-only layers (Nemotron-H) keep neither KV nor state */
+    for (int l = 1; l <= m->decoders; l++) {
+        linear += m->layer[l].attn == ATTN_LINEAR;
+        none += m->layer[l].attn == ATTN_NONE;
+    }
+    fprintf(f, "model       %d layers (%d full attention, %d linear", m->decoders,
+            m->decoders - linear - none, linear);
+    if (none) fprintf(f, ", %d MLP only", none);
+    fprintf(f, "), %.2fB parameters = %.2f TB of weights\n", model_params(m) / 1e9,
+            model_params(m) * pl->p.weight_bits / 8 / 1e12);
     fprintf(f, "reserve     %d requests at %d tokens each (%s)\n", pl->concurrency,
             pl->p.context_len,
             r->cfg.inference.concurrency ? "inference.concurrency"
