@@ -8,9 +8,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
+#include "sim/io/config.h"
 #include "models/arch.h"
 #include "models/model.h"
 
@@ -409,7 +409,9 @@ int cli_model(int argc, char **argv)
                 kv_bits = (int)v;
             }
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("model: unknown option '%s'", a);
+            static const char *const known[] = { "--json", "--family", "--kv-bits", "--families",
+                                                 "--help", NULL };
+            return cli_unknown_option("model", a, known);
         } else if (what) {
             return cli_usage_error("model: one config at a time (extra argument '%s')", a);
         } else {
@@ -419,14 +421,14 @@ int cli_model(int argc, char **argv)
     if (!what)
         return cli_usage_error("%s", "model: which config? usage: mpsim model PATH|PRESET "
                                      "(mpsim list models shows the presets)");
-    /* A file, else a preset of models/. */
+    /* A file, else a preset of models/ (the scenario's own lookup, with its
+     * list of presets and did-you-mean). */
     char path[1200];
-    if (access(what, F_OK) == 0 || strchr(what, '/'))
-        snprintf(path, sizeof path, "%s", what);
-    else if (snprintf(path, sizeof path, "%s/models/%s.json", mp_data_dir(), what) >=
-             (int)sizeof path || access(path, F_OK) != 0)
-        return cli_usage_error("model: '%s' is neither a file nor a preset of models/ (mpsim "
-                               "list models shows the presets)", what);
+    struct config defaults;
+    config_defaults(&defaults);
+    struct mp_error perr = { 0 };
+    if (config_resolve(&defaults, what, "models", ".json", path, sizeof path, &perr))
+        return cli_fail(&perr);
     struct model m;
     struct mp_error err = { 0 };
     if (model_load_as(&m, path, family, &err)) return cli_fail(&err);
