@@ -21,6 +21,7 @@ int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by m
 int cli_explain(int argc, char **argv);    /* cli_explain.c: the step accounting and levers */
 int cli_compare(int argc, char **argv);    /* cli_compare.c: two runs side by side */
 int cli_import(int argc, char **argv);     /* cli_import.c: Megatron / DeepSpeed → scenario */
+int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json was read as */
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;

@@ -93,12 +93,10 @@ static double memory_bound(const struct model *m, const struct config *cfg)
 
 int search_memory_bound(const struct config *cfg, double *bytes, struct mp_error *err)
 {
-    char path[1024];
     struct model m;
     *bytes = 0;
     if (cfg->model.kind != MODEL_TRANSFORMER) return MP_OK;
-    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, cfg, err);
     if (rc) return rc;
     *bytes = memory_bound(&m, cfg);
     model_release(&m);
@@ -420,8 +418,7 @@ int search_run(const struct config *base, const struct search_options *opt,
             return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out,
                            partial, strerror(errno));
     }
-    int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, base, err);
     if (rc) goto fail_out;
     if ((rc = chip_catalog_load_default(&cat, err))) {
         model_release(&m);

@@ -106,7 +106,11 @@ void report_text(FILE *f, const struct sim *s)
     const struct sim_result *r = &s->res;
     char a[64], b[64];
     fprintf(f, "scenario    %s\n", c->name[0] ? c->name : "(defaults)");
-    if (s->has_model)
+    if (s->has_model && s->model.experts) /* issue 15: MoE models show their active count */
+        fprintf(f, "model       %s: %d layers, hidden %d, %.2fB parameters (%.2fB active), seq %d\n",
+                s->model.name, s->model.decoders, s->model.hidden, model_params(&s->model) / 1e9,
+                model_active_params(&s->model) / 1e9, c->model.seq_len);
+    else if (s->has_model)
         fprintf(f, "model       %s: %d layers, hidden %d, %.2fB parameters, seq %d\n",
                 s->model.name, s->model.decoders, s->model.hidden, model_params(&s->model) / 1e9,
                 c->model.seq_len);
@@ -254,6 +258,16 @@ void report_json(FILE *f, const struct sim *s)
         cJSON_AddNumberToObject(root, "capacity_bytes", s->sys.chip.mem_bytes);
     }
     cJSON_AddNumberToObject(root, "microbatches", r->microbatches);
+    /* issue 15: every parameter and those one token uses (embedding and head
+     * included; `mpsim model` gives the other conventions); null for a
+     * synthetic model. */
+    if (s->has_model) {
+        cJSON_AddNumberToObject(root, "params", model_params(&s->model));
+        cJSON_AddNumberToObject(root, "active_params", model_active_params(&s->model));
+    } else {
+        cJSON_AddNullToObject(root, "params");
+        cJSON_AddNullToObject(root, "active_params");
+    }
     if (r->has_formula) {
         cJSON *fo = cJSON_AddObjectToObject(root, "closed_form");
         cJSON_AddStringToObject(fo, "text", r->formula_text);

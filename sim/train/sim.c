@@ -48,6 +48,7 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
         .activation_bits = cfg->model.activation_bits,
+        .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
 }
 
@@ -538,7 +539,8 @@ static void fold_metrics(struct sim *s)
         struct cost_params cp = { .seq_len = cfg->model.seq_len, .micro_batch = 1, .tp = 1,
                                   .recompute = cfg->training.recompute,
                                   .weight_bits = cfg->model.weight_bits,
-                                  .activation_bits = cfg->model.activation_bits };
+                                  .activation_bits = cfg->model.activation_bits,
+                                  .mtp = true };
         double extra = 0;
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
@@ -664,9 +666,7 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     char path[1024];
     int rc;
     if (cfg->model.kind == MODEL_TRANSFORMER) {
-        if ((rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err)))
-            return rc;
-        if ((rc = model_load(&s->model, path, err))) return rc;
+        if ((rc = model_load_config(&s->model, cfg, err))) return rc;
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
