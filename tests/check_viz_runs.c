@@ -423,6 +423,10 @@ START_TEST(test_no_text_overlap)
     const char *header = "chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,"
                          "end_s,bytes,mem_bytes,label\n";
     ck_assert(timeline_read_csv_buffer(&empty, "empty.csv", header, strlen(header), &err) == MP_OK);
+    /* A long name is cut with "…", not run into the colour key. */
+    free(meg.name);
+    meg.name = mp_xstrdup("a-scenario-whose-name-goes-on-and-on-past-the-width-of-any-small-window"
+                          "-because-someone-named-it-after-the-whole-experiment.csv");
     struct viz_scene scenes[] = {
         { .tl = { &dual }, .n = 1 },
         { .tl = { &gp, &ob }, .n = 2 },
