@@ -273,7 +273,7 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     }
     struct sim_options so = { .token_budget = opt->token_budget };
     if (!rc) rc = sim_run(s, &cfg, &so, &err);
-    sb_tail(&b, s, rc, &err, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp);
+    sb_tail(&b, s, rc, &err, (int)config_chips(&cfg)); /* tp × cp × pp × dp (issue 17) */
     if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;

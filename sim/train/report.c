@@ -106,6 +106,34 @@ static const char *recompute_name(int r)
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* Context parallelism and given stages (branch context, issue 17): the CP
+ * layout in Megatron-Core's chip order and each stage's decoder layers. */
+static void report_context_text(FILE *f, const struct sim *s)
+{
+    const struct config *c = &s->cfg;
+    if (s->has_context) {
+        const struct cp_plan *p = &s->context;
+        fprintf(f, "context     cp %d (%s", p->cp, c->parallel.cp_kind == CP_ULYSSES ? "ulysses"
+                : c->parallel.cp_kind == CP_HYBRID ? "hybrid" : "ring");
+        if (c->parallel.cp_kind == CP_HYBRID)
+            fprintf(f, ": all-to-all over %d, ring of %d", p->ulysses, p->ring);
+        fprintf(f, "), %d tokens per rank; chips tp-cp-dp-pp, %d in all; gradients over "
+                   "dp × cp = %d\n", c->model.seq_len / p->cp, s->res.n_chips,
+                c->parallel.dp * p->cp);
+    }
+    const struct config_int_list *sl = &c->parallel.stage_layers;
+    if (sl->n && s->stage_decoders) {
+        fprintf(f, "stages      decoder layers per pipeline stage:");
+        for (int i = 0; i < sl->n; i++) fprintf(f, "%s%d", i ? "," : " ", sl->v[i]);
+        if (s->prog.stages != sl->n) {
+            fprintf(f, "; per chunk in stage order:");
+            for (int i = 0; i < s->prog.stages; i++)
+                fprintf(f, "%s%d", i ? "," : " ", s->stage_decoders[i]);
+        }
+        fputc('\n', f);
+    }
+}
+
 void report_text(FILE *f, const struct sim *s)
 {
     const struct config *c = &s->cfg;
@@ -126,6 +154,7 @@ void report_text(FILE *f, const struct sim *s)
             c->parallel.tp, c->parallel.pp, c->parallel.dp, c->parallel.vpp, c->training.schedule,
             r->microbatches, c->training.micro_batch, recompute_name(c->training.recompute),
             c->training.zero);
+    report_context_text(f, s);
     if (!r->feasible) {
         fprintf(f, "INFEASIBLE  %s\n", r->infeasible_reason);
         if (!r->stage) return;
@@ -160,8 +189,10 @@ void report_text(FILE *f, const struct sim *s)
     if (s->has_model || r->exposed_comm_s[COMM_PP] > 0 || r->exposed_comm_s[COMM_DP] > 0)
         fprintf(f, "exposed     comm not hidden by compute, mean per stage: tp %.4g s, pp %.4g s, "
                    "dp %.4g s%s", r->exposed_comm_s[COMM_TP], r->exposed_comm_s[COMM_PP],
-                r->exposed_comm_s[COMM_DP], s->has_experts ? "" : "\n");
-    if (s->has_experts) fprintf(f, ", ep %.4g s\n", r->exposed_comm_s[COMM_EP]);
+                r->exposed_comm_s[COMM_DP], s->has_experts || s->has_context ? "" : "\n");
+    if (s->has_experts) fprintf(f, ", ep %.4g s%s", r->exposed_comm_s[COMM_EP],
+                                s->has_context ? "" : "\n");
+    if (s->has_context) fprintf(f, ", cp %.4g s\n", r->exposed_comm_s[COMM_CP]);
     if (s->has_experts && r->stage) report_experts_text(f, s);
     fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time\n", r->events, r->sim_wall_s);
 
@@ -209,7 +240,7 @@ void report_json(FILE *f, const struct sim *s)
     /* Communication not hidden by compute, per kind: the mean over stages
      * of the time each stage's compute stream sat idle waiting on it. */
     cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");
-    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP };
+    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP };
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         cJSON_AddNumberToObject(ex, tg_comm_name(kinds[k]), r->exposed_comm_s[kinds[k]]);
     cJSON_AddNumberToObject(root, "sim_wall_s", r->sim_wall_s);
