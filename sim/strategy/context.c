@@ -36,6 +36,19 @@ mp_time context_attention_time(const struct cp_pricer *pr, double q_tokens, doub
     return pr->op_time(pr->ctx, flops, bytes, pr->gemm, 0);
 }
 
+void context_elementwise_bytes(const struct model *m, int layer, const struct cost_params *cp,
+                               double *elem, double *elem_b)
+{
+    /* Selective recompute's stash is exactly the activations less the
+     * scores (Korthikanti's 5as term). */
+    struct cost_params sel = *cp;
+    sel.recompute = RECOMPUTE_SELECTIVE;
+    struct layer_cost lc;
+    model_layer_cost(m, layer, &sel, &lc);
+    *elem = lc.act_bytes;
+    *elem_b = cp->recompute == RECOMPUTE_FULL ? 2 * lc.act_bytes : lc.act_bytes;
+}
+
 /* ---- the causal geometry ----------------------------------------------- */
 
 /* Chunk c of the 2·ranks held by `rank` as its k-th (k = 0, 1). */

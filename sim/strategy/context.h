@@ -91,6 +91,15 @@ struct cp_pricer {
 mp_time context_attention_time(const struct cp_pricer *pr, double q_tokens, double k_tokens,
                                double causal, const struct cp_heads *h, bool backward);
 
+/* The memory-bound traffic (elementwise kernels: norms, activations,
+ * dropout) of a context-parallel decoder outside its attention core, as
+ * the efficiency model counts it (hardware/efficiency.h: k × bytes): the
+ * layer's activations without the s × s/cp scores, which FlashAttention
+ * never writes (Megatron-Core's CP runs in TransformerEngine's fused
+ * attention); `elem_b` for the backward (twice under full recompute). */
+void context_elementwise_bytes(const struct model *m, int layer, const struct cost_params *cp,
+                               double *elem, double *elem_b);
+
 /* FLOPs context_attention_time charges (forward; the backward is twice). */
 double context_attention_flops(double batch, double q_tokens, double k_tokens, double causal,
                                const struct cp_heads *h);

@@ -131,14 +131,17 @@ struct layer_times {
 
 /* A context-parallel decoder: the attention core is priced block by block
  * by context.h, so f, b and rc here are the rest of the layer (projections,
- * MLP, norms) on the rank's `tok` tokens; selective recompute reruns only
- * the core (its forward pieces, in megatron_backward). */
+ * MLP, norms) on the rank's `tok` tokens, its memory-bound traffic without
+ * the scores FlashAttention never writes (context_elementwise_bytes);
+ * selective recompute reruns only the core (its forward pieces, in
+ * megatron_backward). */
 static void cp_layer_times(const struct builder *b, int l, const struct layer_cost *lc,
-                           double gemm, double elem, double elem_b, double tok,
-                           struct layer_times *t)
+                           double gemm, double tok, struct layer_times *t)
 {
     const struct tensor_input *in = b->in;
     const struct model *m = in->model;
+    double elem, elem_b;
+    context_elementwise_bytes(m, l, in->cp, &elem, &elem_b);
     double core = context_core_flops(in->context, l);
     double f = lc->flops_f - core, bb = lc->flops_b - 2 * core;
     double rc = in->cp->recompute == RECOMPUTE_FULL ? f : 0;
@@ -239,7 +242,7 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     double elem_b = in->cp->recompute == RECOMPUTE_FULL ? 2 * elem : elem;
     t->cp = in->context && context_layer_applies(in->context, l);
     if (t->cp) {
-        cp_layer_times(b, l, &lc, gemm, elem, elem_b, tok, t);
+        cp_layer_times(b, l, &lc, gemm, tok, t);
         return;
     }
     t->f = in->op_time(in->op_ctx, lc.flops_f, lc.bytes_f, gemm, elem);

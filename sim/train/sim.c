@@ -79,8 +79,11 @@ static struct cost_params sim_cost_params(const struct sim *s)
  * with the attention core priced block by block (context.h) and the rest of
  * the layer on the chip as today; tensor.c splits the same way. */
 static void cp_decoder_times(const struct sim *s, int l, const struct layer_cost *lc, double gemm,
-                             double elem, double elem_b, double *f, double *b)
+                             double *f, double *b)
 {
+    double elem, elem_b;
+    struct cost_params cp = sim_cost_params(s);
+    context_elementwise_bytes(&s->model, l, &cp, &elem, &elem_b);
     double core = context_core_flops(&s->context, l);
     double rc = s->cfg.training.recompute == RECOMPUTE_FULL ? lc->flops_f - core : 0;
     *f = (double)sim_op_time((void *)s, lc->flops_f - core, lc->bytes_f, gemm, elem) +
@@ -118,7 +121,7 @@ static void price_transformer(struct sim *s)
             double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
             if (s->has_context && context_layer_applies(&s->context, l)) {
                 double cf, cb;
-                cp_decoder_times(s, l, &lc, gemm, elem, elem_b, &cf, &cb);
+                cp_decoder_times(s, l, &lc, gemm, &cf, &cb);
                 f += cf;
                 b += cb;
             } else {
