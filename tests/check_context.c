@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/explore/search.h"
 #include "sim/strategy/context.h"
 #include "sim/train/report.h"
 #include "sim/train/sim.h"
@@ -577,6 +578,51 @@ START_TEST(uneven_stages_under_chunked_schedules)
 }
 END_TEST
 
+/* ---- search ---------------------------------------------------------- */
+
+/* Llama 3 8B at 262,144 tokens on 16 H100s (global batch 2): search tries
+ * cp up to the largest leaving 8192 tokens a rank (262144 / 16 / 2 ≥ 8192:
+ * 16); every layout's cp × tp × pp × dp is the 16 chips. Without CP a rank
+ * would stash 256K tokens' layer inputs plus the fp32 logits, 4 × 262144 ×
+ * 128256 / tp bytes on the last stage (134 GB at tp 1, 17 GB at tp 8, the
+ * most one node's TP allows, on top of everything else): nothing fits, and
+ * the printout says CP is what made it fit. The bound it prunes by stays a
+ * lower bound of the simulated peak with CP too. */
+START_TEST(search_includes_cp_and_says_when_it_made_the_fit)
+{
+    struct config base;
+    struct mp_error err = { 0 };
+    config_defaults(&base);
+    ck_assert_int_eq(config_load(&base, mp_test_tmpfile(".ini",
+        "[model]\nconfig = llama3-8b\nseq_len = 262144\n[hardware]\nsystem = dgx-h100\n"
+        "[training]\nglobal_batch = 2\n"), &err), MP_OK);
+    struct search_options opt = { .chips = 16, .jobs = 2, .max_micro_batch = 1,
+                                  .schedules = "1f1b" };
+    struct search_result r;
+    ck_assert_int_eq(search_run(&base, &opt, &r, &err), MP_OK);
+    bool cp_seen[17] = { false };
+    for (int i = 0; i < r.n_hits; i++) {
+        const struct search_hit *h = &r.hit[i];
+        ck_assert_int_eq(h->tp * h->cp * h->pp * h->dp, 16);
+        ck_assert(h->cp >= 1 && h->cp <= 16);
+        cp_seen[h->cp] = true;
+        if (h->feasible) ck_assert_int_gt(h->cp, 1);
+        if (h->peak_mem > 0) ck_assert_double_le(h->mem_bound, h->peak_mem * (1 + 1e-9));
+    }
+    ck_assert(cp_seen[1] && cp_seen[8]);
+    ck_assert_int_gt(r.feasible, 0);
+    char *out = NULL;
+    size_t len;
+    FILE *f = open_memstream(&out, &len);
+    search_print(f, &r, &opt, 3);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(out, "context parallelism is what made this fit"));
+    ck_assert_ptr_nonnull(strstr(out, " cp "));
+    free(out);
+    search_result_release(&r);
+}
+END_TEST
+
 static Suite *context_suite(void)
 {
     Suite *s = suite_create("context");
@@ -600,6 +646,10 @@ static Suite *context_suite(void)
     tcase_add_test(st, interleaved_over_7_8_8_7_by_hand);
     tcase_add_test(st, uneven_stages_under_chunked_schedules);
     suite_add_tcase(s, st);
+    TCase *se = tcase_create("search");
+    tcase_set_timeout(se, 60);
+    tcase_add_test(se, search_includes_cp_and_says_when_it_made_the_fit);
+    suite_add_tcase(s, se);
     return s;
 }
 
