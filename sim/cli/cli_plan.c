@@ -35,10 +35,11 @@ int cli_plan(int argc, char **argv)
         } else if (!strcmp(a, "--json")) {
             json = true;
         } else if (!strcmp(a, "--set")) {
-            if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
+            if (i + 1 >= argc) return cli_usage_error("plan: %s needs a value", a);
             i++;
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("plan: unknown option '%s'", a);
+            return cli_unknown_option("plan", a, (const char *const[]){ "--set", "--json",
+                                      "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("plan: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -49,6 +50,11 @@ int cli_plan(int argc, char **argv)
         return cli_usage_error("%s", "plan: which scenario? usage: mpsim plan SCENARIO.ini");
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
+    if (!cfg.inference.present)
+        fprintf(stderr, "mpsim: warning: %s has no [inference] section: plan places layers for "
+                        "serving (a KV reserve at inference.context_len = %d), with the serving "
+                        "defaults; for a training step use `mpsim run`\n", scenario,
+                cfg.inference.context_len);
     struct plan_run r;
     int rc = plan_run(&r, &cfg, &err);
     if (rc) {

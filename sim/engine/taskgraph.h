@@ -31,9 +31,9 @@ enum op_tag {
     N_TAGS
 };
 
-/* Which parallelism a communication op serves, for the exposed-comm report
- * (report.h); the engine ignores it. COMM_CP: context parallelism's K/V
- * ring and all-to-alls (sim/strategy/context.h). */
+/* Which parallelism a communication op serves, for the step accounting
+ * (sim/train/step_split.h); the engine ignores it. COMM_CP: context
+ * parallelism's K/V ring and all-to-alls (sim/strategy/context.h). */
 enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, N_COMM_KINDS };
 
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,

@@ -58,6 +58,9 @@ struct config {
         int kind;                /* enum model_kind */
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
+        /* issue 15: the architecture row (models/arch_table.c) to read the
+         * config by, whatever its model_type says; "auto" = by model_type. */
+        char family[64];
     } model;
 
     /* A model given by its times alone, so textbook cases run exactly.

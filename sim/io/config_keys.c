@@ -27,6 +27,10 @@ const struct config_key config_keys[] = {
         "bits per activation element"),
     KEY("model.kv_bits", CONFIG_INT, model.kv_bits, "16", NULL, 4, 32,
         "bits per KV-cache element"),
+    /* ---- issue 15 (models): the architecture row ---- */
+    KEY("model.family", CONFIG_STRING, model.family, "auto", NULL, 1, 0,
+        "architecture row to read model.config by (mpsim model --families lists them); auto "
+        "= by the config's model_type"),
     KEY("synthetic.forward", CONFIG_DURATION, synthetic.forward, "1ms", NULL, 1, 0,
         "forward time of one microbatch on one stage"),
     KEY("synthetic.backward_input", CONFIG_DURATION, synthetic.backward_input, "1ms",

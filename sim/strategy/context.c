@@ -104,7 +104,8 @@ static int shape_index(const struct model *m, int layer)
 bool context_layer_applies(const struct cp_plan *p, int layer)
 {
     const struct layer *L = &p->model->layer[layer];
-    return p->cp > 1 && L->kind == LAYER_DECODER && L->attn != ATTN_LINEAR;
+    return p->cp > 1 && L->kind == LAYER_DECODER &&
+           (L->mixer == MIXER_ATTENTION || L->mixer == MIXER_MLA);
 }
 
 /* Route time of `bytes` from every chip of the ring to the next: the
@@ -287,13 +288,24 @@ int context_plan_build(struct cp_plan *p, const struct cp_input *in, struct mp_e
     p->kind = in->kind;
     p->stages = in->stages;
     p->model = m;
-    for (int l = 0; l < m->n_layers; l++)
-        if (m->layer[l].kind == LAYER_DECODER && m->layer[l].attn == ATTN_LINEAR)
-            return mp_fail(err, MP_ERR_INPUT,
-                           "parallel.cp = %d: model %s has linear-attention layers (decoder %d); "
-                           "their context parallelism passes recurrent state from rank to rank, "
-                           "which mpsim does not model: expected parallel.cp = 1", p->cp, m->name,
-                           m->layer[l].decoder_index);
+    /* Whole-sequence softmax attention (MHA, GQA, MQA, MLA) is what the
+     * ring and the all-to-all serve; an MLP-only layer has nothing to
+     * exchange. Recurrent mixers pass state from rank to rank and windowed
+     * ones need only the last window's K/V: neither is modelled. */
+    for (int l = 0; l < m->n_layers; l++) {
+        const struct layer *L = &m->layer[l];
+        if (L->kind != LAYER_DECODER || L->mixer == MIXER_NONE || L->mixer == MIXER_ATTENTION ||
+            L->mixer == MIXER_MLA)
+            continue;
+        bool windowed = L->mixer == MIXER_SLIDING || L->mixer == MIXER_CHUNKED;
+        return mp_fail(err, MP_ERR_INPUT,
+                       "parallel.cp = %d: model %s has %s layers (%s, decoder %d); their context "
+                       "parallelism %s, which mpsim does not model: expected parallel.cp = 1",
+                       p->cp, m->name, windowed ? "windowed-attention" : "linear-attention",
+                       mixer_info(L->mixer)->name, L->decoder_index,
+                       windowed ? "exchanges only the last window's K/V"
+                                : "passes recurrent state from rank to rank");
+    }
     p->ulysses = in->kind == CP_ULYSSES ? p->cp
                  : in->kind == CP_HYBRID ? (in->ulysses > 0 ? in->ulysses
                                                             : auto_ulysses(in, p->cp, p->tp))
