@@ -873,6 +873,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
+    s->e.record_released = opts->record_released;
     rc = engine_run(&s->e, err);
     if (rc) {
         s->res.feasible = false;

@@ -115,6 +115,7 @@ struct sim {
 
 struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
+    bool record_released; /* keep which op released each op (engine.released_by: timeline, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
 };
