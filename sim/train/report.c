@@ -100,6 +100,34 @@ static const char *recompute_name(int r)
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* Context parallelism and given stages (branch context, issue 17): the CP
+ * layout in Megatron-Core's chip order and each stage's decoder layers. */
+static void report_context_text(FILE *f, const struct sim *s)
+{
+    const struct config *c = &s->cfg;
+    if (s->has_context) {
+        const struct cp_plan *p = &s->context;
+        fprintf(f, "context     cp %d (%s", p->cp, c->parallel.cp_kind == CP_ULYSSES ? "ulysses"
+                : c->parallel.cp_kind == CP_HYBRID ? "hybrid" : "ring");
+        if (c->parallel.cp_kind == CP_HYBRID)
+            fprintf(f, ": all-to-all over %d, ring of %d", p->ulysses, p->ring);
+        fprintf(f, "), %d tokens per rank; chips tp-cp-dp-pp, %d in all; gradients over "
+                   "dp × cp = %d\n", c->model.seq_len / p->cp, s->res.n_chips,
+                c->parallel.dp * p->cp);
+    }
+    const struct config_int_list *sl = &c->parallel.stage_layers;
+    if (sl->n && s->stage_decoders) {
+        fprintf(f, "stages      decoder layers per pipeline stage:");
+        for (int i = 0; i < sl->n; i++) fprintf(f, "%s%d", i ? "," : " ", sl->v[i]);
+        if (s->prog.stages != sl->n) {
+            fprintf(f, "; per chunk in stage order:");
+            for (int i = 0; i < s->prog.stages; i++)
+                fprintf(f, "%s%d", i ? "," : " ", s->stage_decoders[i]);
+        }
+        fputc('\n', f);
+    }
+}
+
 void report_text(FILE *f, const struct sim *s)
 {
     const struct config *c = &s->cfg;
@@ -124,6 +152,7 @@ void report_text(FILE *f, const struct sim *s)
             c->parallel.tp, c->parallel.pp, c->parallel.dp, c->parallel.vpp, c->training.schedule,
             r->microbatches, c->training.micro_batch, recompute_name(c->training.recompute),
             c->training.zero);
+    report_context_text(f, s);
     if (!r->feasible) {
         fprintf(f, "INFEASIBLE  %s\n", r->infeasible_reason);
         if (!r->stage) return;
