@@ -91,7 +91,8 @@ START_TEST(key_table)
         config_format_value(&c, k, buf, sizeof buf);
         ck_assert_str_eq(buf, k->fallback);
     }
-    ck_assert_int_eq(n, 106); /* 6 model, 8 synthetic, 2 hardware, 8 parallel, 8 training,
+    ck_assert_int_eq(n, 111); /* 7 model, 8 synthetic, 2 hardware, 12 parallel (4 of them
+                               * context's: cp, cp_kind, cp_ulysses, stage_layers), 8 training,
                                * 22 + 36 inference (issue 19), 10 experts, 3 run, 3 device_map */
     ck_assert_ptr_null(config_find_key("parallel.ppp"));
     ck_assert_ptr_null(config_find_key("pp"));

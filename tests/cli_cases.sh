@@ -141,6 +141,62 @@ expect 2 "training.memory_limit|microbatch activations|lots" -- run scenarios/te
 expect 2 "training.memory_limit|-2" -- run scenarios/teach-bubbles.ini --set training.memory_limit=-2 $O
 expect 2 "synthetic.forward_backward|duration|3" -- run scenarios/teach-bubbles.ini --set synthetic.forward_backward=3 $O
 
+# --- context parallelism and given stages (branch context, issue 17)
+L8='--set model.kind=transformer --set model.config=llama3-8b --set model.seq_len=4096'
+expect 2 "parallel.stage_layers|3 entries|parallel.pp = 4" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,16 $O
+expect 2 "parallel.stage_layers|adds up to 31|32" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 $O
+expect 2 "parallel.stage_layers|8,0,8,16" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,0,8,16 $O
+expect 2 "model.seq_len = 4096|2 × parallel.cp = 24" -- run scenarios/teach-bubbles.ini $L8 --set parallel.cp=12 $O
+expect 2 "parallel.cp_kind = ulysses|32 attention heads|3 does not divide" -- run scenarios/teach-bubbles.ini $L8 --set model.seq_len=3072 --set parallel.cp=3 --set parallel.cp_kind=ulysses $O
+expect 3 "zb-v|stage 0 7 layers|even number" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=7,9,9,7 --set training.schedule=zb-v $O
+expect 3 "interleaved|stage 3 1 layers|vpp = 2" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=9,11,11,1 --set training.schedule=interleaved --set parallel.vpp=2 $O
+# search: cp × tp × pp × dp must make the chips; stage_layers fixes pp
+expect 2 "--chips 12|parallel.pp = 8|cp × tp × pp × dp" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=4,4,4,4,4,4,4,4 --set parallel.pp=8 --chips 12 --quiet
+expect 2 "parallel.stage_layers|adds up to 31" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 --chips 8 --quiet
+
+# --- mpsim model (issue 15): what a config.json is read as
+expect 2 "model: which config" -- model
+expect 2 "cannot find 'nosuch'|the presets are" -- model nosuch
+expect 2 "model: unknown option '--frob'" -- model qwen3-8b --frob
+expect 2 "--kv-bits|4 to 32|99" -- model qwen3-8b --kv-bits 99
+sed 's/"llama"/"my_llama"/; /architectures/,/\],/d' tests/data/models/llama.json >"$T/u.json"
+expect 2 "u.json:|key model_type: unknown family \"my_llama\"|llama, mistral|model.family" -- model "$T/u.json"
+expect 2 "model.family = lama|did you mean llama" -- model "$T/u.json" --family lama
+printf '{"model_type": "t5", "d_model": 512}\n' >"$T/t5.json"
+expect 2 "t5.json:1: key model_type: t5 is not read: encoder-decoder" -- model "$T/t5.json"
+printf '{"model_type": "gemma3", "text_config": {"num_hidden_layers": 2}}\n' >"$T/g3.json"
+expect 2 "g3.json:1: key text_config.hidden_size: missing" -- model "$T/g3.json"
+printf '{\n"model_type": "llama",\n"a": 1,\n"a": 2}\n' >"$T/dup.json"
+expect 2 "dup.json:4: key a: expected once, got it twice (lines 3 and 4)" -- model "$T/dup.json"
+# model.family in a scenario reads an unknown model_type by a row
+scen fam.ini <<EOF
+[model]
+config = $T/u.json
+seq_len = 16
+[hardware]
+system = textbook
+[training]
+global_batch = 2
+EOF
+expect 2 "key model_type: unknown family \"my_llama\"" -- run "$T/fam.ini" $O
+expect 2 "key model.family = lama|did you mean llama" -- run "$T/fam.ini" --set model.family=lama $O
+if "$MPSIM" run "$T/fam.ini" --set model.family=llama --json >"$T/fam.json" 2>"$T/stderr" &&
+   grep -q '"params":	276032,' "$T/fam.json" && grep -q '"active_params":	276032,' "$T/fam.json"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: run with model.family = llama: expected params 276032 (check_arch.c's hand count)"
+fi
+# the text and JSON of a preset: gpt-oss-120b's published 116.83B and 5.13B
+# active without the embedding table (OpenAI's model card)
+if "$MPSIM" model gpt-oss-120b >"$T/m.txt" 2>&1 && grep -q '^params      116.83B total' "$T/m.txt" &&
+   grep -q '5.13B without the embedding table' "$T/m.txt" &&
+   "$MPSIM" model gpt-oss-120b --json >"$T/m.json" 2>&1 && grep -q '"family":	"gpt_oss"' "$T/m.json" &&
+   grep -q '"quant_method":	"mxfp4"' "$T/m.json" && "$MPSIM" model --families | grep -q '^  t5 .*encoder-decoder'; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: mpsim model gpt-oss-120b (text, --json) or --families"; cat "$T/m.txt"
+fi
+
 # --- and the good path writes both files, complete
 "$MPSIM" run scenarios/teach-bubbles.ini --timeline "$T/t.csv" --trace "$T/t.json" >/dev/null 2>&1
 if [ $? -eq 0 ] && head -1 "$T/t.csv" | grep -q '^chip,stage,stream,kind' && tail -c 4 "$T/t.json" | grep -q ']}' \

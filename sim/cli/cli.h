@@ -5,6 +5,7 @@
 #ifndef MPSIM_CLI_H
 #define MPSIM_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "sim/common.h"
@@ -21,11 +22,14 @@ int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by m
 int cli_explain(int argc, char **argv);    /* cli_explain.c: the step accounting and levers */
 int cli_compare(int argc, char **argv);    /* cli_compare.c: two runs side by side */
 int cli_import(int argc, char **argv);     /* cli_import.c: Megatron / DeepSpeed → scenario */
+int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json was read as */
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
-/* `timeline` and `trace` may be NULL (not asked for). */
-int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace);
+/* `timeline` and `trace` may be NULL (not asked for); `detail` writes every
+ * stage's copy of each pass into the timeline (--timeline-detail). */
+int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
+              bool detail);
 
 /* cli_device_map.c (branch devmap): `mpsim plan --device-map ...`, and `mpsim
  * run` on a scenario with device_map.policy set. */

@@ -27,6 +27,7 @@ static const char usage_text[] =
     "  mpsim import megatron 'ARGS...' | import deepspeed ds_config.json [--set ...]\n"
     "  mpsim plot SWEEP.csv --x KEY --y METRIC [--by KEY] --out FILE.png|svg|pdf\n"
     "  mpsim list models|chips|systems|schedules|keys\n"
+    "  mpsim model PATH|PRESET [--json]   what a Hugging Face config.json is read as\n"
     "  mpsim collective --system S --op all_reduce --bytes 8GiB --chips N [--sweep]\n"
     "  mpsim --help | mpsim help CMD | mpsim CMD --help | mpsim --version\n"
     "\n"
@@ -63,6 +64,7 @@ static const struct command commands[] = {
     { "compare", cli_compare },
     { "import", cli_import },
     { "serve-plan", cli_serve_plan },
+    { "model", cli_model },
     { NULL, NULL },
 };
 

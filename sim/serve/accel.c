@@ -51,7 +51,8 @@ int accel_setup(struct accel_setup *a, const struct config *cfg, const char *mem
                        "(model.kind = transformer), got synthetic");
     if ((rc = config_resolve(c, c->model.config, "models", ".json", a->model_path,
                              sizeof a->model_path, err)) ||
-        (rc = model_load(&a->model, a->model_path, err)))
+        (rc = model_load_as(&a->model, a->model_path,
+                            strcmp(c->model.family, "auto") ? c->model.family : NULL, err)))
         return rc;
     a->has_model = true;
     if ((rc = chip_catalog_load_default(&a->cat, err))) return rc;

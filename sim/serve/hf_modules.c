@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "models/json_doc.h"
+
 /* Sizes stay exact in a double below 2^52 bytes (halves included). */
 #define HF_MAX_BYTES 4503599627370496.0
 
@@ -382,11 +384,15 @@ int hf_read_quantization(const char *config_path, struct hf_dtype *dt, struct mp
 {
     char *text = read_file(config_path, err);
     if (!text) return MP_ERR_INPUT;
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    /* model_load has read this file already; a parse failure here is a file
-     * changed under us. */
-    if (!root) return mp_fail(err, MP_ERR_INPUT, "%s: not valid JSON", config_path);
+    /* models' JSON reader, as model_load read the file (NaN, Infinity, a
+     * BOM; TEAM.md interface 5); a parse failure here is a file changed
+     * under us. */
+    struct json_doc doc;
+    if (json_doc_parse(&doc, text, strlen(text), config_path, err)) {
+        free(text);
+        return MP_ERR_INPUT;
+    }
+    const cJSON *root = doc.root;
     const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "quantization_config");
     int rc = MP_OK;
     if (q && cJSON_IsObject(q)) {
@@ -421,6 +427,7 @@ int hf_read_quantization(const char *config_path, struct hf_dtype *dt, struct mp
                          "model.weight_bits)", config_path, mname);
         }
     }
-    cJSON_Delete(root);
+    json_doc_release(&doc);
+    free(text);
     return rc;
 }

@@ -10,6 +10,7 @@
  * (serve_sched.c); the router sends arrivals to replicas (serve_router.c). */
 #include "serve_impl.h"
 
+#include <assert.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
 #include <limits.h>
@@ -244,6 +245,8 @@ static int slots_per_rep_max(const struct serve *s)
     return k;
 }
 
+static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end);
+
 static void start_stage(struct serve *s, int g, mp_time now)
 {
     int K = slots_per_rep_max(s);
@@ -258,23 +261,7 @@ static void start_stage(struct serve *s, int g, mp_time now)
     rep->busy += d;
     rep->passes++;
     s->stage_busy[g] = true;
-    if (s->rec) { /* who is in the pass, for the timeline's label and kind */
-        struct serve_pass_rec p = { now, now + d, g, k, 0, 0, 0 };
-        const int *mem = &s->members[(size_t)k * serve_mb(s)];
-        for (int i = 0; i < sl->n; i++) {
-            const struct serve_request *r = &s->req[mem[i]];
-            if (r->chunk == 0) continue;
-            if (r->kv + r->chunk < serve_seq(r) || r->generated == 0) {
-                p.prefill++;
-                p.prefill_tokens += r->chunk;
-            } else {
-                p.decode++;
-            }
-        }
-        struct serve_record *rc = s->rec;
-        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
-        rc->pass[rc->n_pass++] = p;
-    }
+    if (s->rec) record_pass(s, g, k, now, now + d);
     serve_schedule(s, now + d, EV_STAGE_DONE, k);
 }
 
@@ -432,12 +419,74 @@ void serve_emit(struct serve *s, int k, mp_time now)
     }
 }
 
-static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot,
-                       double bytes)
+/* ---- recording (serve.h, struct serve_record) ------------------------------ */
+
+static struct serve_stage_rec *rec_stage(struct serve *s, int g)
 {
     struct serve_record *rc = s->rec;
-    MP_GROW(rc->hop, rc->cap_hop, rc->n_hop + 1);
-    rc->hop[rc->n_hop++] = (struct serve_hop_rec){ start, end, st, slot, bytes };
+    if (!rc->stage) {
+        rc->stage = mp_xcalloc((size_t)s->stages, sizeof *rc->stage);
+        rc->slot_pass = mp_xcalloc((size_t)s->slots, sizeof *rc->slot_pass);
+    }
+    return &rc->stage[g];
+}
+
+/* Slot k's pass starts on global stage g over [start, end]. At its replica's
+ * stage 0 it is a new pass: who is in it, for the timeline's label and kind. */
+static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end)
+{
+    struct serve_record *rc = s->rec;
+    struct serve_stage_rec *sr = rec_stage(s, g);
+    const struct serve_replica *R = &s->rep[s->slot_rep[k]];
+    if (g == R->stage0) {
+        const struct serve_slot *sl = &s->slot[k];
+        struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
+                                    .emits = (int)sl->emits, .tokens = sl->tokens };
+        const int *mem = &s->members[(size_t)k * serve_mb(s)];
+        for (int i = 0; i < sl->n; i++) {
+            const struct serve_request *r = &s->req[mem[i]];
+            if (r->chunk == 0) continue;
+            if (r->kv + r->chunk < serve_seq(r) || r->generated == 0) {
+                p.prefill++;
+                p.prefill_tokens += r->chunk;
+            } else {
+                p.decode++;
+            }
+        }
+        assert(rc->n_pass < UINT32_MAX);
+        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
+        rc->slot_pass[k] = (uint32_t)rc->n_pass;
+        rc->pass[rc->n_pass++] = p;
+    }
+    uint32_t id = rc->slot_pass[k];
+    if (g == R->stage0 + s->pool[R->pool].stages - 1) rc->pass[id].end = end;
+    if (sr->n == sr->cap) {
+        size_t cap = sr->cap ? 2 * sr->cap : 256;
+        sr->start = mp_xrealloc(sr->start, cap * sizeof *sr->start);
+        sr->end = mp_xrealloc(sr->end, cap * sizeof *sr->end);
+        sr->pass = mp_xrealloc(sr->pass, cap * sizeof *sr->pass);
+        sr->cap = cap;
+    }
+    sr->start[sr->n] = start;
+    sr->end[sr->n] = end;
+    sr->pass[sr->n++] = id;
+    rc->n_copies++;
+}
+
+static void record_hop(struct serve *s, mp_time start, mp_time end, int g, int slot)
+{
+    struct serve_stage_rec *sr = rec_stage(s, g);
+    if (sr->n_hop == sr->cap_hop) {
+        size_t cap = sr->cap_hop ? 2 * sr->cap_hop : 256;
+        sr->hop_start = mp_xrealloc(sr->hop_start, cap * sizeof *sr->hop_start);
+        sr->hop_end = mp_xrealloc(sr->hop_end, cap * sizeof *sr->hop_end);
+        sr->hop_pass = mp_xrealloc(sr->hop_pass, cap * sizeof *sr->hop_pass);
+        sr->cap_hop = cap;
+    }
+    sr->hop_start[sr->n_hop] = start;
+    sr->hop_end[sr->n_hop] = end;
+    sr->hop_pass[sr->n_hop++] = s->rec->slot_pass[slot];
+    s->rec->n_hops++;
 }
 
 static void handle(void *ctx, const struct eventq_event *ev)
@@ -479,16 +528,13 @@ static void handle(void *ctx, const struct eventq_event *ev)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = g + 1;
             serve_schedule(s, start + ser + s->hop[g], EV_HOP_DONE, id);
-            if (s->rec)
-                record_hop(s, start, start + ser + s->hop[g], g, id,
-                           serve_hop_bytes(s, g, s->slot[id].tokens));
+            if (s->rec) record_hop(s, start, start + ser + s->hop[g], g, id);
         } else {
             int emits = (int)s->slot[id].emits;
             serve_emit(s, id, now);
             mp_time back = serve_hop_time(s, g, emits > 0 ? emits : 1);
             serve_schedule(s, now + back, EV_RETURN, id);
-            if (s->rec && multi)
-                record_hop(s, now, now + back, g, id, serve_hop_bytes(s, g, emits > 0 ? emits : 1));
+            if (s->rec && multi) record_hop(s, now, now + back, g, id);
             /* memory may have been freed */
             serve_wake_idle(s, s->slot_rep[id], now);
         }
@@ -672,8 +718,18 @@ void serve_release(struct serve *s)
     free(s->res.stage);
     free(s->res.rep);
     if (s->rec) {
+        for (int st = 0; s->rec->stage && st < s->stages; st++) {
+            struct serve_stage_rec *sr = &s->rec->stage[st];
+            free(sr->start);
+            free(sr->end);
+            free(sr->pass);
+            free(sr->hop_start);
+            free(sr->hop_end);
+            free(sr->hop_pass);
+        }
+        free(s->rec->stage);
+        free(s->rec->slot_pass);
         free(s->rec->pass);
-        free(s->rec->hop);
         free(s->rec->kv);
         free(s->rec);
     }

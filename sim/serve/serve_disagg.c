@@ -43,7 +43,7 @@ void serve_disagg_send(struct serve *s, struct serve_request *r, mp_time now)
         int dst = 0;
         while (dst + 1 < D->stages && D->pr->plan.stage[dst].last < ps->first) dst++;
         int a = s->stage_chip[Rp->stage0 + st], b = s->stage_chip[Rd->stage0 + dst];
-        double bytes = (double)r->prompt * ps->kv_per_token + ps->state_per_request;
+        double bytes = plan_stage_request_bytes(ps, r->prompt);
         s->res.kv_transfer_bytes += bytes;
         if (a == b || bytes <= 0) continue;
         int len = system_route_buf(&s->sys, a, b, stack, 64, &buf);

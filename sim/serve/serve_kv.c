@@ -4,9 +4,11 @@
  *
  * Paged pools. A stage's chips keep, after their weights and activation
  * workspace, gpu_memory_utilization × capacity − weights − activations for
- * KV; a block is block_size tokens of the stage's full-attention layers
- * (plan.c's KV bytes per token × block_size) and a request with recurrent
- * state (linear attention) holds that state besides. A replica's block
+ * KV; a block is block_size tokens of the stage's attention layers (plan.c's
+ * KV bytes per token × block_size; sliding-window layers counted whole, as
+ * vLLM's paged cache did before its hybrid allocator freed blocks outside
+ * the window) and a request with recurrent state (linear attention, SSM)
+ * holds that state besides. A replica's block
  * count is the smallest over its stages (vLLM takes the minimum over its
  * workers), split evenly over its slots (vLLM V0 gives each virtual engine
  * its own cache). A request holds ⌈kv / block_size⌉ blocks: `shared` of
@@ -41,7 +43,7 @@
 double serve_kv_need(const struct serve *s, const struct serve_request *r, int g)
 {
     const struct plan_stage *p = serve_plan_stage(s, g);
-    return (double)(r->prompt + r->output) * p->kv_per_token + p->state_per_request;
+    return plan_stage_request_bytes(p, (double)r->prompt + r->output);
 }
 
 bool serve_kv_fits(const struct serve *s, const struct serve_request *r)

@@ -295,7 +295,8 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
         for (int st = 0; st < S; st++) {
             const struct plan_stage *ps = &P->pr->plan.stage[st];
             P->weights[st] = ps->weights;
-            P->block_bytes[st] = (double)c->inference.block_size * ps->kv_per_token;
+            P->block_bytes[st] = (double)c->inference.block_size *
+                                 (ps->kv_per_token + ps->kv_window_per_token);
             P->state_bytes[st] = ps->state_per_request;
             if (ps->state_per_request > 0) P->has_state = true;
             if (c->inference.kv_cache == KV_PAGED) P->act[st] = activation_bytes(s, P, ps);
@@ -439,7 +440,8 @@ mp_time serve_pass_time(struct serve *s, int g, const struct serve_slot *sl)
          * own host links, before the pass. */
         const struct plan_stage *ps = serve_plan_stage(s, g);
         const struct system_host *h = &s->sys.host;
-        d += h->link_latency + (mp_time)llround(sl->swap_tokens * ps->kv_per_token /
+        d += h->link_latency + (mp_time)llround(sl->swap_tokens *
+                                                (ps->kv_per_token + ps->kv_window_per_token) /
                                                 h->link_bw * 1e12);
     }
     if (sl->spec_items > 0 && g == s->rep[s->stage_rep[g]].stage0)
