@@ -14,6 +14,7 @@
 #include "sim/serve/serve_impl.h"
 #include "sim/strategy/collective.h"
 #include "testutil.h"
+#include "viz/timeline.h"
 
 static char *setting(const char *key, const char *value)
 {
@@ -557,6 +558,57 @@ START_TEST(bad_layouts)
 }
 END_TEST
 
+
+/* Replicas as groups in the timeline and trace: two replicas of Llama-3-8B
+ * in two stages each (chips 0-1 and 2-3). Every stage's lane holds its
+ * passes and one hand-off each (to the next stage, or the tokens back from
+ * a replica's last stage), each chip names its replica, every pass is
+ * recorded once at its replica's stage 0, and the trace's processes are
+ * named by replica. */
+START_TEST(timeline_groups_replicas)
+{
+    struct config cfg;
+    const char *more[] = { "model.config=llama3-8b", "parallel.tp=1", "parallel.pp=2",
+                           "inference.replicas=2", "inference.requests=40",
+                           "inference.rate=400", NULL };
+    build(&cfg, l70, more);
+    struct serve s;
+    struct mp_error err = { 0 };
+    ck_assert_int_eq(serve_run_recorded(&s, &cfg, true, &err), MP_OK);
+    ck_assert_int_eq(s.stages, 4);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    serve_timeline_csv_detail(f, &s);
+    fclose(f);
+    struct timeline tl;
+    timeline_init(&tl);
+    ck_assert_msg(timeline_read_csv_buffer(&tl, "r.csv", buf, len, &err) == MP_OK, "%s", err.msg);
+    uint64_t first = 0;
+    for (int g = 0; g < 4; g++) {
+        int chip = s.res.stage[g].chip, row = timeline_row_of(&tl, chip);
+        ck_assert_int_eq(chip, g);
+        ck_assert_uint_eq(timeline_lane(&tl, row, TL_COMPUTE)->n, s.res.stage[g].passes);
+        ck_assert_uint_eq(timeline_lane(&tl, row, TL_COMM)->n, s.res.stage[g].passes);
+        char want[16];
+        snprintf(want, sizeof want, "%d", g / 2);
+        ck_assert_str_eq(timeline_meta(&tl, chip, "replica"), want);
+        if (g % 2 == 0) first += s.res.stage[g].passes;
+    }
+    ck_assert_uint_eq(s.rec->n_pass, first);
+    ck_assert_uint_gt(s.res.rep[0].routed, 0);
+    ck_assert_uint_gt(s.res.rep[1].routed, 0);
+    timeline_release(&tl);
+    free(buf);
+    f = open_memstream(&buf, &len);
+    serve_chrome_trace(f, &s);
+    fclose(f);
+    ck_assert_ptr_nonnull(strstr(buf, "\"replica 1: chip 3 (stage 3)\""));
+    free(buf);
+    serve_release(&s);
+}
+END_TEST
+
 static Suite *serve_cluster_suite(void)
 {
     Suite *s = suite_create("serve_cluster");
@@ -576,6 +628,7 @@ static Suite *serve_cluster_suite(void)
     tcase_add_test(tc, replicas_placed_on_nodes);
     tcase_add_test(tc, expert_parallel_replica);
     tcase_add_test(tc, bad_layouts);
+    tcase_add_test(tc, timeline_groups_replicas);
     suite_add_tcase(s, tc);
     return s;
 }

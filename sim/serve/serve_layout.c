@@ -102,17 +102,16 @@ static int pool_init(struct serve *s, struct serve_pool *P, int which, struct mp
     P->pp = c->parallel.pp;
     P->ep = c->parallel.ep;
     P->replicas = in->replicas;
-    const char *tp_key = "parallel.tp", *pp_key = "parallel.pp";
+    const char *tp_key = "parallel.tp";
     if (dis && which == 0) {
         if (in->prefill_tp) { P->tp = in->prefill_tp; tp_key = "inference.prefill_tp"; }
-        if (in->prefill_pp) { P->pp = in->prefill_pp; pp_key = "inference.prefill_pp"; }
+        if (in->prefill_pp) P->pp = in->prefill_pp;
         P->replicas = in->prefill_replicas;
     } else if (dis) {
         if (in->decode_tp) { P->tp = in->decode_tp; tp_key = "inference.decode_tp"; }
-        if (in->decode_pp) { P->pp = in->decode_pp; pp_key = "inference.decode_pp"; }
+        if (in->decode_pp) P->pp = in->decode_pp;
         if (in->decode_replicas) P->replicas = in->decode_replicas;
     }
-    (void)pp_key;
     struct config pc = *c;
     pc.parallel.tp = P->tp;
     pc.parallel.pp = P->pp;
