@@ -142,6 +142,7 @@ struct serve_stage_report {
 /* Per replica: where requests went and how they fared. */
 struct serve_replica_report {
     int pool, chips, routed, completed;
+    int slo_met;                         /* of its completed requests, those meeting the SLO */
     double ttft[4], tpot[4], e2e[4];     /* p50, p90, p99, mean (seconds) */
     double output_tokens, tokens_per_s;
     double little_rate, little_latency_s, little_in_system; /* over the arrival window */

@@ -170,7 +170,7 @@ static bool meets_slo(const struct config_inference *in, const struct serve_requ
 struct fold_out {
     double ttft[4], tpot[4], e2e[4];
     double window_s, rate, latency_s, in_system, in_system_all, inflight, output_tokens;
-    int completed;
+    int completed, slo_met;
 };
 
 static void fold_group(const struct serve *s, const int *ids, int n, mp_time T,
@@ -202,6 +202,7 @@ static void fold_group(const struct serve *s, const int *ids, int n, mp_time T,
         o->output_tokens += q->generated;
         if (q->done < 0) continue;
         o->completed++;
+        o->slo_met += meets_slo(&s->cfg.inference, q);
         e2e[ne++] = mp_seconds(q->done - q->arrival);
         if (q->output > 1) tpot[np++] = mp_seconds(q->done - q->first_token) / (q->output - 1);
     }
@@ -282,6 +283,7 @@ void serve_fold(struct serve *s)
         p->little_latency_s = o.latency_s;
         p->little_in_system = o.in_system;
         p->preemptions = s->rep[x].preemptions;
+        p->slo_met = o.slo_met;
     }
     free(at);
     free(off);
