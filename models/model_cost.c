@@ -52,7 +52,7 @@ static double decoder_act_bytes(const struct model *m, const struct layer *L,
     if (cp->recompute == RECOMPUTE_FULL)
         return tok * h * A / (cp->sp ? t : 1); /* only the layer input */
 
-    double rep = 4 * h * A + 2 * h;
+    double rep = 4 * h * A + (cp->no_dropout ? 0 : 2 * h);
     double attn_el;
     if (L->attn == ATTN_MLA)
         attn_el = (double)m->heads * (2.0 * m->head_dim + 2.0 * m->v_head_dim);
@@ -66,8 +66,10 @@ static double decoder_act_bytes(const struct model *m, const struct layer *L,
         mlp_el = per * m->intermediate;
     double split = (attn_el + mlp_el) * A;
     double score = 0;
-    if (L->attn != ATTN_LINEAR && cp->recompute != RECOMPUTE_SELECTIVE)
-        score = (double)m->heads * s * (2 * A + 1);
+    if (L->attn != ATTN_LINEAR && cp->flash)
+        score = (double)m->heads * 4; /* FlashAttention's fp32 log-sum-exp */
+    else if (L->attn != ATTN_LINEAR && cp->recompute != RECOMPUTE_SELECTIVE)
+        score = (double)m->heads * s * (cp->no_dropout ? A : 2 * A + 1);
     /* Each part is an integer count of bytes over the microbatch before the
      * division, so exact sizes stay exact. */
     return tok * rep / (cp->sp ? t : 1) + tok * split / t + tok * score / t;
@@ -126,7 +128,7 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
     out->flops_f = (mm + attn) / t;
     out->flops_b = (mm + 2 * attn) / t;
     out->flops_w = mm / t;
-    if (cp->recompute == RECOMPUTE_SELECTIVE) out->flops_recompute = attn / t;
+    if (cp->recompute == RECOMPUTE_SELECTIVE && !cp->flash) out->flops_recompute = attn / t;
     else if (cp->recompute == RECOMPUTE_FULL) out->flops_recompute = out->flops_f;
 
     out->act_bytes = decoder_act_bytes(m, L, cp, A);

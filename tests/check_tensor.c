@@ -116,10 +116,13 @@ static int count_ops(const struct sim *s, int comm, int tag)
 /* Megatron: per microbatch and decoder 2 all-reduces forward and 2 backward,
  * plus the embedding's output and the LM head's input gradient: m(4L + 2).
  * With SP: an all-gather and a reduce-scatter around each block each way
- * (8 per decoder), the embedding's reduce-scatter, the LM head's all-gather
- * forward and reduce-scatter backward: m(8L + 3). Everything is serial on
- * one stage, so the step is compute + TP comm + optimizer exactly, and all
- * the TP time is exposed. */
+ * (8 per decoder), and in the backward the all-gather of each block's
+ * stashed (sharded) input for its weight gradient (2 more), the embedding's
+ * reduce-scatter, the LM head's all-gather forward and reduce-scatter
+ * backward: m(10L + 3), of them m(6L + 1) all-gathers. Without SP
+ * everything is serial on one stage, so the step is compute + TP comm + the
+ * gradient norm's all-reduce over the 4 TP ranks (the only DP-kind op with
+ * dp = 1) + optimizer exactly, and all the TP time is exposed. */
 START_TEST(tp_and_sp_collectives_per_step)
 {
     struct sim s;
@@ -127,11 +130,16 @@ START_TEST(tp_and_sp_collectives_per_step)
     ck_assert_int_eq(run(&s, tp), MP_OK);
     ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_REDUCE), 2 * (4 * 4 + 2));
     ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (4 * 4 + 2));
-    mp_time comm = 0;
-    for (int i = 0; i < s.g.n_ops; i++)
+    mp_time comm = 0, norm = 0;
+    for (int i = 0; i < s.g.n_ops; i++) {
         if (s.g.ops[i].comm == COMM_TP) comm += s.g.ops[i].duration;
+        if (s.g.ops[i].comm == COMM_DP) norm += s.g.ops[i].duration;
+    }
+    ck_assert_int_eq(count_ops(&s, COMM_DP, TAG_ALL_REDUCE), 1);
+    /* 4 bytes over 4 chips: 6 steps of 5 µs (and 1 byte each at 100 GB/s). */
+    ck_assert_int_eq(norm, 6 * (llround(1 * 1e12 / 100e9) + 5000000));
     ck_assert_int_eq(s.res.stage[0].exposed_comm[COMM_TP], comm);
-    ck_assert_int_eq(s.res.step_time, s.res.stage[0].busy + comm);
+    ck_assert_int_eq(s.res.step_time, s.res.stage[0].busy + comm + norm);
     ck_assert_double_eq_tol(s.res.exposed_comm_s[COMM_TP], mp_seconds(comm), 1e-12);
     /* One all-reduce of s·b·h·2 bytes = 2 MiB over 4 chips: 6 × (512 KiB at
      * 100 GB/s + 5 µs). */
@@ -144,8 +152,8 @@ START_TEST(tp_and_sp_collectives_per_step)
     sim_release(&s);
     const char *sp[] = { "parallel.tp=4", "parallel.sp=true", "training.global_batch=2", NULL };
     ck_assert_int_eq(run(&s, sp), MP_OK);
-    ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (8 * 4 + 3));
-    ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_GATHER), 2 * (4 * 4 + 1));
+    ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (10 * 4 + 3));
+    ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_GATHER), 2 * (6 * 4 + 1));
     ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_REDUCE_SCATTER), 2 * (4 * 4 + 2));
     sim_release(&s);
 }

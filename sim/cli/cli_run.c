@@ -15,6 +15,8 @@ static const char run_usage_text[] =
     "  --timeline OUT.csv       one row per op and memory change (mpsim-view reads it)\n"
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
+    "  --breakdown              where each stage pass's time goes: kernels by class and the\n"
+    "                           hardware/kernels.csv line that priced them (--json: key breakdown)\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
     "\n"
     "Outputs are written to a temporary file and renamed when complete.\n"
@@ -23,7 +25,7 @@ static const char run_usage_text[] =
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false;
+    bool json = false, validate = false, breakdown = false;
     double tokens = 0;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
@@ -37,6 +39,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--breakdown")) {
+            breakdown = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
                    !strcmp(a, "--tokens")) {
             if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
@@ -63,7 +67,7 @@ int cli_run(int argc, char **argv)
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
-                                .token_budget = tokens };
+                                .token_budget = tokens, .breakdown = breakdown };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked for. */

@@ -150,13 +150,20 @@ static void form(struct serve *s, int k)
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
     sl->tokens = T;
-    sl->pairs = sl->ctx = sl->items = sl->emits = 0;
+    sl->items = sl->emits = 0;
+    sl->decode = sl->decode_ctx = sl->prefill_tokens = sl->prefill_pairs = sl->prefill_items = 0;
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
-        int past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
-        sl->pairs += (double)r->chunk * (past + r->chunk);
-        sl->ctx += past;
+        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0), c = r->chunk;
+        if (r->prefilled == r->prompt) {       /* decode: reads past + its own token */
+            sl->decode += c;
+            sl->decode_ctx += c * (past + 1);
+        } else {                               /* a prompt chunk, causal */
+            sl->prefill_tokens += c;
+            sl->prefill_pairs += c * past + c * (c + 1) / 2;
+            sl->prefill_items++;
+        }
         sl->items++;
         sl->emits += r->prefilled == r->prompt || r->prefilled + r->chunk == r->prompt;
     }
@@ -169,7 +176,7 @@ static void start_stage(struct serve *s, int st, mp_time now)
     s->sq_head[st] = (s->sq_head[st] + 1) % s->slots;
     s->sq_n[st]--;
     struct serve_slot *sl = &s->slot[k];
-    mp_time d = serve_sum_time(s, st, sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+    mp_time d = serve_slot_time(s, st, sl);
     struct serve_stage_report *rep = &s->res.stage[st];
     if (rep->first_start < 0) rep->first_start = now;
     rep->busy += d;
@@ -424,7 +431,7 @@ static int setup(struct serve *s, struct mp_error *err)
     s->has_sys = true;
     s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
     for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
-    serve_price_layers(s);
+    if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
     s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
     struct serve_result *r = &s->res;
@@ -522,6 +529,7 @@ void serve_release(struct serve *s)
     if (s->has_sys) system_release(&s->sys);
     chip_catalog_release(&s->catalog);
     if (s->slot) eventq_release(&s->q);
+    serve_price_release(s);
     free(s->stage_chip);
     free(s->layers);
     free(s->layer_off);

@@ -1,97 +1,151 @@
-/* serve_price.c — the machine a serving run uses: each stage's layers priced
- * once into what a pass's time needs (roofline per layer, chip_op_time), a
- * pass's time from its token totals, and the hand-off routes between
- * consecutive stages. See serve.h ("Costs of one pass"). */
+/* serve_price.c — the machine a serving run uses: each stage's layers and
+ * the chip's kernel calibration (hardware/kernels.csv), a pass's time as
+ * the kernels it runs (models/kernels.h, the same lists and prices as
+ * training), and the hand-off routes between consecutive stages. See
+ * serve.h ("Costs of one pass"). */
 #include "serve_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
-void serve_price_layers(struct serve *s)
+#include "hardware/calib.h"
+#include "models/kernels.h"
+
+/* The part of a pass's time that depends on its token and emit counts
+ * alone (GEMMs, norms, activations, LM head) repeats from pass to pass:
+ * memoised per stage. */
+#define SERVE_MEMO 256
+struct serve_memo { double tokens, emits, seconds; bool set; };
+
+struct serve_pricer {
+    struct calib calib;
+    struct kernel_params kp;
+    struct kernel_list kl;
+    struct serve_memo *memo;    /* [stages × SERVE_MEMO] */
+    bool *attention;            /* [stages]: has layers whose time depends on who is in it */
+};
+
+int serve_price_layers(struct serve *s, struct mp_error *err)
 {
     const struct model *m = &s->pr.model;
     const struct plan *pl = &s->pr.plan;
     const struct config *c = &s->cfg;
-    double W = c->model.weight_bits / 8.0, A = c->model.activation_bits / 8.0;
     s->layer_off = mp_xcalloc((size_t)s->stages + 1, sizeof *s->layer_off);
     s->layers = mp_xcalloc((size_t)m->n_layers, sizeof *s->layers);
+    struct serve_pricer *p = s->pricer = mp_xcalloc(1, sizeof *s->pricer);
+    p->memo = mp_xcalloc((size_t)s->stages * SERVE_MEMO, sizeof *p->memo);
+    p->attention = mp_xcalloc((size_t)s->stages, sizeof *p->attention);
     int n = 0;
-    struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = 1,
-                              .weight_bits = c->model.weight_bits, .kv_bits = c->model.kv_bits };
     for (int st = 0; st < s->stages; st++) {
         s->layer_off[st] = n;
         for (int l = pl->stage[st].first; l <= pl->stage[st].last; l++) {
             const struct layer *L = &m->layer[l];
-            struct layer_cost lc;
-            model_layer_cost(m, l, &cp, &lc);
-            struct serve_layer *x = &s->layers[n++];
-            *x = (struct serve_layer){
-                .kind = L->kind, .attn = L->attn,
-                .fixed_bytes = (L->params - L->expert_params) * W,
-                .expert_bytes = L->expert_params * W,
-                .expert_frac = m->experts ? (double)m->experts_per_token / m->experts : 0,
-                .matmul_params = L->matmul_params,
-                .kv_per_token = lc.kv_bytes_per_token, .state = lc.state_bytes_per_request,
-                .hidden_bytes = m->hidden * A, .row_bytes = m->hidden * W,
-                .vocab = m->vocab, .head_flops = 2.0 * m->vocab * m->hidden,
+            s->layers[n++] = (struct serve_layer){
+                .layer = l, .kind = L->kind, .attn = L->attn, .moe = L->moe,
+                .params = L->params, .matmul_params = L->matmul_params,
+                .expert_params = L->expert_params,
             };
-            double heads = m->heads, d = m->head_dim;
-            if (L->attn == ATTN_LINEAR) x->attn_coef = 4 * heads * d * d;
-            else if (L->attn == ATTN_MLA)
-                x->attn_coef = 2 * heads * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
-                                            m->v_head_dim);
-            else x->attn_coef = 4 * heads * d;
-            for (int i = 0; i < POW_TAB; i++) x->miss[i] = pow(1 - x->expert_frac, i);
+            if (L->kind == LAYER_DECODER) p->attention[st] = true;
         }
     }
     s->layer_off[s->stages] = n;
+    int rc = calib_load_default(&p->calib, &s->sys.chip, err);
+    if (rc) return rc;
+    p->calib.graphs = true; /* serving replays its steps as CUDA graphs */
+    if (c->model.compute_bits == 8 && !(s->sys.chip.peak_fp8 > 0))
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%s%skey model.compute_bits = 8: chip %s has no FP8 peak "
+                       "(hardware/chips.csv fp8_tflops = 0); expected 16 on this chip",
+                       c->path, c->path[0] ? ": " : "", s->sys.chip.name);
+    p->kp = (struct kernel_params){
+        .seq_len = 1, .micro_batch = 1, .tp = 1, .weight_bits = c->model.weight_bits,
+        .activation_bits = c->model.activation_bits, .kv_bits = c->model.kv_bits,
+        .compute_bits = c->model.compute_bits, .flash = true, .ep = 1,
+    };
+    return MP_OK;
 }
 
-mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs, double ctx,
-                        double items, double emits)
+void serve_price_release(struct serve *s)
 {
-    const struct chip *chip = &s->pr.chip;
-    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
-    mp_time t = 0;
-    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
-        const struct serve_layer *x = &s->layers[i];
-        double flops = 0, bytes = 0;
-        if (x->kind == LAYER_EMBEDDING) {
-            bytes = (T < x->vocab ? T : x->vocab) * x->row_bytes + T * x->hidden_bytes;
-        } else if (x->kind == LAYER_LM_HEAD) {
-            if (emits <= 0) continue;
-            flops = emits * x->head_flops;
-            bytes = x->fixed_bytes + emits * x->hidden_bytes;
-        } else {
-            flops = 2 * T * x->matmul_params;
-            bytes = x->fixed_bytes + 2 * T * x->hidden_bytes;
-            if (x->expert_bytes > 0)
-                bytes += x->expert_bytes * (1 - (T < POW_TAB && T == (int)T ? x->miss[(int)T]
-                                                             : pow(1 - x->expert_frac, T)));
-            if (x->attn == ATTN_LINEAR) {
-                flops += x->attn_coef * T;
-                bytes += 2 * items * x->state;
-            } else {
-                flops += x->attn_coef * pairs;
-                bytes += (ctx + T) * x->kv_per_token; /* read the cache, write the new */
-            }
-        }
-        t += chip_op_time(chip, flops, bytes, bits);
+    struct serve_pricer *p = s->pricer;
+    if (!p) return;
+    calib_release(&p->calib);
+    kernel_list_release(&p->kl);
+    free(p->memo);
+    free(p->attention);
+    free(p);
+    s->pricer = NULL;
+}
+
+/* Seconds of the kernels `which` (kernels.h) of a stage's layers. */
+static double stage_kernels(const struct serve *s, int stage, const struct kernel_batch *b,
+                            int which)
+{
+    struct serve_pricer *p = s->pricer;
+    kernel_list_clear(&p->kl);
+    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++)
+        kernels_serve_layer(&s->pr.model, s->layers[i].layer, &p->kp, b, which, &p->kl);
+    double t = 0;
+    for (int i = 0; i < p->kl.n; i++) {
+        struct calib_cost c;
+        calib_kernel(&p->calib, &s->sys.chip, &p->kl.k[i], &c);
+        t += c.busy + c.launch;
     }
     return t;
+}
+
+static mp_time pass_time(const struct serve *s, int stage, const struct kernel_batch *b)
+{
+    struct serve_pricer *p = s->pricer;
+    uint64_t bits;
+    double key = b->tokens * 4099 + b->emits;
+    memcpy(&bits, &key, sizeof bits);
+    struct serve_memo *m =
+        &p->memo[(size_t)stage * SERVE_MEMO + (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 56)];
+    if (!m->set || m->tokens != b->tokens || m->emits != b->emits)
+        *m = (struct serve_memo){ b->tokens, b->emits, stage_kernels(s, stage, b, KSERVE_TOKENS),
+                                  true };
+    double t = m->seconds;
+    if (p->attention[stage]) t += stage_kernels(s, stage, b, KSERVE_ATTENTION);
+    /* The host's scheduling and sampling for a step run beside the GPU's
+     * (an overlap scheduler), one pass at a time: stage 0 takes at least
+     * that long per pass. */
+    if (stage == 0 && p->calib.host_s > t) t = p->calib.host_s;
+    double ps = t * 1e12;
+    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+}
+
+mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl)
+{
+    struct kernel_batch b = {
+        .tokens = sl->tokens, .emits = sl->emits, .items = sl->items, .decode = sl->decode,
+        .decode_ctx = sl->decode_ctx, .prefill_tokens = sl->prefill_tokens,
+        .prefill_pairs = sl->prefill_pairs, .prefill_items = sl->prefill_items,
+    };
+    return pass_time(s, stage, &b);
 }
 
 mp_time serve_stage_time(const struct serve *s, int stage, const struct serve_item *items,
                          int n)
 {
-    double T = 0, pairs = 0, ctx = 0, emits = 0;
+    struct kernel_batch b = { 0 };
     for (int i = 0; i < n; i++) {
-        T += items[i].tokens;
-        pairs += (double)items[i].tokens * (items[i].past + items[i].tokens);
-        ctx += items[i].past;
-        emits += items[i].emits;
+        double c = items[i].tokens, past = items[i].past;
+        if (c <= 0) continue;
+        b.tokens += c;
+        b.items++;
+        b.emits += items[i].emits;
+        if (items[i].decode) {
+            b.decode += c;
+            b.decode_ctx += c * (past + 1);
+        } else {
+            b.prefill_tokens += c;
+            b.prefill_pairs += c * past + c * (c + 1) / 2;
+            b.prefill_items++;
+        }
     }
-    return serve_sum_time(s, stage, T, pairs, ctx, n, emits);
+    return pass_time(s, stage, &b);
 }
 
 double serve_hop_bytes(const struct serve *s, int stage, double tokens)

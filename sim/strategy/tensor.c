@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,9 +39,10 @@ static int here(const struct builder *b) { return b->p->n_seg - b->start; }
  * pieces merge with the one before when nothing separates them. */
 static void compute(struct builder *b, mp_time d, bool needs, int grad_layer)
 {
+    /* An empty piece keeps the pending collective for the next one. */
+    if (d <= 0 && grad_layer < 0) return;
     int wait = needs ? b->pending : -1;
     if (needs) b->pending = -1;
-    if (d <= 0 && grad_layer < 0) return;
     if (here(b) > 0) {
         struct tp_seg *prev = &b->p->seg[b->p->n_seg - 1];
         if (!prev->is_comm && prev->grad_layer < 0 && wait < 0 && !prev->ep_role) {
@@ -103,55 +105,60 @@ static void ep_seg(struct builder *b, enum ep_role role, int layer, bool needs)
     }
 }
 
-/* Share of a decoder's forward FLOPs in attention (projections and core);
- * the rest is the MLP. Sizes the compute on each side of a collective. */
-static double attn_share(const struct model *m, int layer, const struct layer_cost *lc,
-                         const struct cost_params *cp)
+/* A compute piece that waits for comm segment `wait` of the pass (not the
+ * pending one, which stays pending for the compute after it). */
+static void compute_after(struct builder *b, mp_time d, int wait, int grad_layer)
 {
-    const struct layer *L = &m->layer[layer];
-    /* With EP the routed experts are priced apart (experts.h). */
-    double routed = cp->ep > 1 ? 0 : (double)m->experts_per_token * m->moe_intermediate;
-    double width = L->moe ? routed + m->shared_intermediate : m->intermediate;
-    double mlp = 2.0 * cp->seq_len * cp->micro_batch * (m->gated_mlp ? 3 : 2) * m->hidden * width / cp->tp;
-    double a = lc->flops_f > 0 ? 1.0 - mlp / lc->flops_f : 0.5;
-    return a < 0.05 ? 0.05 : a > 0.95 ? 0.95 : a;
+    if (d <= 0 && grad_layer < 0) return;
+    struct tp_seg *s = push(b);
+    s->duration = d;
+    s->wait = (int16_t)wait;
+    s->grad_layer = (int16_t)grad_layer;
 }
 
-struct layer_times { mp_time f, b, w, rc; double a, tok_bytes, kv_bytes, w_bytes, router; };
+/* Compute that runs beside collective `comm_idx` of the pass: the two
+ * share the chip (the collective's kernels take SMs and memory bandwidth),
+ * so of the shorter only the share `overlap_hidden` (hardware/kernels.csv
+ * comm_overlap) is hidden; the compute is lengthened by the rest. */
+static mp_time contend(const struct builder *b, int comm_idx, mp_time c)
+{
+    double eta = b->in->overlap_hidden;
+    if (comm_idx < 0 || c <= 0 || eta >= 1) return c;
+    mp_time a = b->p->seg[b->start + comm_idx].duration;
+    mp_time lo = a < c ? a : c;
+    return c + (mp_time)llround((1 - eta) * (double)lo);
+}
+
+struct layer_times {
+    const struct layer_price *lp;
+    mp_time f, b, w, rc;     /* pass totals; rc = what recompute re-runs first */
+    double a;                /* the token mixer's share of the forward (TSP) */
+    double tok_bytes, kv_bytes, w_bytes;
+};
+
+static mp_time part(const struct layer_times *t, int pass, int block, int q)
+{
+    return t->lp->t[pass][block][q];
+}
 
 static void layer_times(const struct builder *b, int l, struct layer_times *t)
 {
     const struct tensor_input *in = b->in;
     const struct model *m = in->model;
-    struct layer_cost lc;
-    model_layer_cost(m, l, in->cp, &lc);
+    const struct layer_price *lp = &in->price[l];
     double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
     double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
     double tok = (double)in->cp->seq_len * in->cp->micro_batch;
-    double gemm = 2.0 * tok * m->hidden * (m->intermediate > m->hidden ? m->intermediate : m->hidden) /
-                  in->cp->tp;
-    /* Memory-bound kernels touch what a layer would stash with no
-     * recompute; a full recompute runs them again in the backward. */
-    struct cost_params none = *in->cp;
-    none.recompute = RECOMPUTE_NONE;
-    struct layer_cost ln;
-    model_layer_cost(m, l, &none, &ln);
-    double elem = m->layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
-    double elem_b = in->cp->recompute == RECOMPUTE_FULL ? 2 * elem : elem;
-    t->f = in->op_time(in->op_ctx, lc.flops_f, lc.bytes_f, gemm, elem);
-    mp_time ball = in->op_time(in->op_ctx, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
-    double share = lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300);
-    t->rc = (mp_time)(share * (double)ball);
-    t->b = ball - t->rc;
-    t->w = in->op_time(in->op_ctx, lc.flops_w, lc.bytes_w, gemm, 0);
-    t->a = m->layer[l].kind == LAYER_DECODER ? attn_share(m, l, &lc, in->cp) : 0.5;
+    t->lp = lp;
+    t->f = layer_price_pass(lp, KPASS_F);
+    t->b = layer_price_pass(lp, KPASS_B);
+    t->w = layer_price_pass(lp, KPASS_W);
+    t->rc = lp->recompute;
+    mp_time mixer = layer_price_block(lp, KPASS_F, KBLOCK_MIXER);
+    t->a = t->f > 0 ? (double)mixer / (double)t->f : 0.5;
     t->tok_bytes = tok * m->hidden * A;               /* s·b·h: one TP collective's buffer */
     t->kv_bytes = 2.0 * tok * m->kv_heads * m->head_dim * A;
     t->w_bytes = m->layer[l].params * W;              /* the layer's full weights */
-    /* Of the FFN left beside the routed experts, the router's share: it
-     * must finish before the dispatch; the shared experts need not. */
-    double shared = m->shared_intermediate ? (m->gated_mlp ? 3.0 : 2.0) * m->shared_intermediate : 0;
-    t->router = m->layer[l].moe ? m->experts / (m->experts + shared) : 0;
 }
 
 /* A MoE decoder under expert parallelism, forward (tensor.h):
@@ -159,14 +166,15 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
  *   → combine, AG/RS only with a TP group (sequence-parallel attention). */
 static void ep_forward(struct builder *b, int l, const struct layer_times *t)
 {
-    mp_time attn = (mp_time)(t->a * (double)t->f), rest = t->f - attn;
-    mp_time router = (mp_time)(t->router * (double)rest);
+    mp_time attn = layer_price_block(t->lp, KPASS_F, KBLOCK_MIXER);
+    mp_time router = part(t, KPASS_F, KBLOCK_MLP, KPART_PRE) + t->lp->router[KPASS_F];
+    mp_time rest = t->f - attn - router;
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
     compute(b, attn, true, -1);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     compute(b, router, true, -1);
     ep_seg(b, EPR_DISPATCH, l, false);
-    compute(b, rest - router, false, -1);
+    compute(b, rest, false, -1);
     ep_seg(b, EPR_EXPERTS_F, l, true);
     ep_seg(b, EPR_COMBINE, l, false);
 }
@@ -179,8 +187,8 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
 {
     int gl = split ? l : -1;
     if (t->rc > 0) compute(b, t->rc, true, -1);
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
+    mp_time attn_b = layer_price_block(t->lp, KPASS_B, KBLOCK_MIXER), mlp_b = t->b - attn_b;
+    mp_time attn_w = layer_price_block(t->lp, KPASS_W, KBLOCK_MIXER), mlp_w = t->w - attn_w;
     ep_seg(b, EPR_GRAD, l, false);
     ep_seg(b, with_w ? EPR_EXPERTS_BW : EPR_EXPERTS_B, l, true);
     ep_seg(b, EPR_GRAD, l, false);
@@ -192,29 +200,90 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
     if (with_w) compute(b, attn_w, !overlap, gl);
 }
 
+/* One decoder block's forward with its TP (or SP) collectives. */
+static void forward_block(struct builder *b, const struct layer_times *t, int blk, bool sp,
+                          bool overlap)
+{
+    mp_time pre = part(t, KPASS_F, blk, KPART_PRE), in = part(t, KPASS_F, blk, KPART_IN);
+    mp_time mid = part(t, KPASS_F, blk, KPART_MID), out = part(t, KPASS_F, blk, KPART_OUT);
+    mp_time post = part(t, KPASS_F, blk, KPART_POST);
+    if (!sp) {
+        compute(b, pre + in + mid + out, true, -1);
+        comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
+        compute(b, post, true, -1);
+        return;
+    }
+    compute(b, pre, true, -1);
+    if (overlap && b->p->tp > 1) {
+        /* The gather runs under the IN GEMMs and the reduce-scatter under
+         * the OUT GEMM (chunked, as Megatron-Core's TP comm overlap). */
+        int ag = comm(b, COLL_ALL_GATHER, t->tok_bytes, false);
+        compute(b, contend(b, ag, in), false, -1);
+        compute_after(b, mid, ag, -1);
+        int rs = comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+        compute_after(b, contend(b, rs, out), -1, -1);
+        compute(b, post, true, -1);
+        return;
+    }
+    comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+    compute(b, in + mid + out, true, -1);
+    comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+    compute(b, post, true, -1);
+}
+
 static void megatron_forward(struct builder *b, int l, const struct layer_times *t, bool sp)
 {
     const struct layer *L = &b->in->model->layer[l];
-    enum coll_op before = COLL_ALL_GATHER, after = sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
+    bool overlap = b->in->comm_overlap;
+    enum coll_op after = sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
     if (L->kind == LAYER_EMBEDDING) {
-        compute(b, t->f, true, -1);
+        compute(b, t->f - part(t, KPASS_F, KBLOCK_MIXER, KPART_POST), true, -1);
         comm(b, after, t->tok_bytes, true);
+        compute(b, part(t, KPASS_F, KBLOCK_MIXER, KPART_POST), true, -1);
     } else if (L->kind == LAYER_LM_HEAD) {
-        if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, t->f, true, -1);
+        mp_time pre = part(t, KPASS_F, KBLOCK_MIXER, KPART_PRE);
+        compute(b, pre, true, -1);
+        if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+        compute(b, t->f - pre, true, -1);
     } else {
-        mp_time attn = (mp_time)(t->a * (double)t->f);
-        if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, attn, true, -1);
-        comm(b, after, t->tok_bytes, true);
-        if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, t->f - attn, true, -1);
-        comm(b, after, t->tok_bytes, true);
+        forward_block(b, t, KBLOCK_MIXER, sp, overlap);
+        forward_block(b, t, KBLOCK_MLP, sp, overlap);
     }
 }
 
-/* Backward of one layer. `w` > 0 puts the weight-gradient pieces in (BW);
- * they need the block's collective unless `overlap`. */
+/* One decoder block's backward (tensor.h). `with_w` puts the weight
+ * gradients in (BW); `gl`: the model layer whose gradients the block's last
+ * weight-gradient piece completes, -1 none. */
+static void backward_block(struct builder *b, const struct layer_times *t, int blk, bool sp,
+                           bool with_w, bool overlap, int gl)
+{
+    mp_time post = part(t, KPASS_B, blk, KPART_POST), out = part(t, KPASS_B, blk, KPART_OUT);
+    mp_time mid = part(t, KPASS_B, blk, KPART_MID), in = part(t, KPASS_B, blk, KPART_IN);
+    mp_time pre = part(t, KPASS_B, blk, KPART_PRE);
+    mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
+    mp_time w_in = layer_price_block(t->lp, KPASS_W, blk) - w_out;
+    if (!sp) {
+        compute(b, post + out, true, -1);
+        if (with_w) compute(b, w_out, false, -1);
+        compute(b, mid + in, false, -1);
+        int ar = comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
+        if (with_w) compute(b, overlap ? contend(b, ar, w_in) : w_in, !overlap, gl);
+        compute(b, pre, true, -1);
+        return;
+    }
+    compute(b, post, true, -1);
+    comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+    compute(b, out, true, -1);
+    if (with_w) compute(b, w_out, false, -1);
+    compute(b, mid, false, -1);
+    int ag = with_w ? comm(b, COLL_ALL_GATHER, t->tok_bytes, false) : -1;
+    compute(b, contend(b, ag, in), false, -1);
+    int rs = comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+    if (with_w) compute_after(b, contend(b, rs, w_in), ag, gl);
+    compute(b, pre, true, -1);
+}
+
+/* Backward of one layer. */
 static void megatron_backward(struct builder *b, int l, const struct layer_times *t, bool sp,
                               bool with_w, bool overlap, bool split)
 {
@@ -229,22 +298,31 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     }
     if (t->rc > 0 && b->in->cp->recompute == RECOMPUTE_FULL) {
         /* Full recompute reruns the forward, collectives included. */
-        struct layer_times r = *t;
-        r.f = t->rc;
-        megatron_forward(b, l, &r, sp);
+        megatron_forward(b, l, t, sp);
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
     }
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
-    if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, mlp_b, true, -1);
-    comm(b, dgrad_out, t->tok_bytes, true);
-    if (with_w) compute(b, mlp_w, !overlap, -1);
-    if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn_b, true, -1);
-    comm(b, dgrad_out, t->tok_bytes, true);
-    if (with_w) compute(b, attn_w, !overlap, gl);
+    backward_block(b, t, KBLOCK_MLP, sp, with_w, overlap, -1);
+    backward_block(b, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
+}
+
+/* A W-only pass (zero-bubble) of one decoder: with SP the stashed input of
+ * each block's column-parallel GEMMs is gathered again first. */
+static void weight_pass(struct builder *b, int l, const struct layer_times *t, bool sp,
+                        int gl)
+{
+    const struct layer *L = &b->in->model->layer[l];
+    if (!sp || b->p->tp <= 1 || L->kind != LAYER_DECODER) {
+        compute(b, t->w, false, gl);
+        return;
+    }
+    for (int blk = KBLOCK_MLP; blk >= KBLOCK_MIXER; blk--) {
+        mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
+        compute(b, w_out, false, -1);
+        comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+        compute(b, layer_price_block(t->lp, KPASS_W, blk) - w_out, true,
+                blk == KBLOCK_MIXER ? gl : -1);
+    }
 }
 
 /* TSP: weights gathered one layer ahead, K/V exchanged along the sequence. */
@@ -313,7 +391,7 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         } else if (fwd) {
             megatron_forward(b, l, &t, sp);
         } else if (only_w) {
-            compute(b, t.w, false, split ? l : -1);
+            weight_pass(b, l, &t, sp, split ? l : -1);
         } else {
             megatron_backward(b, l, &t, sp, with_w, in->overlap, split);
         }

@@ -1,0 +1,530 @@
+/* kernels.c — the kernels a layer runs; see kernels.h.
+ *
+ * Bytes of memory-bound kernels are counted as the tensors each reads and
+ * writes once, in units of one activation tensor (a "pass"): a norm reads
+ * x and writes y (2 passes); its backward reads x and dy and writes dx,
+ * then reads x and dy again for the weight's gradient (5); a residual add
+ * reads two tensors and writes one (3); dropout reads one, writes one and
+ * writes a one-byte mask per element (2 + mask) and its backward reads the
+ * gradient and the mask and writes one (2 + mask); SwiGLU reads gate and up
+ * and writes their product (3 of f), its backward reads dy, gate and up and
+ * writes both gradients (5 of f); a fused bias-GeLU reads one and writes
+ * one (2), its backward reads dy and x, writes dx and reads dx again for
+ * the bias gradient (4). Megatron's fused scale-mask-softmax reads and
+ * writes the scores (2 per score), its backward reads the probabilities and
+ * their gradient and writes one (3). The vocabulary-parallel cross-entropy
+ * in fp32 (Megatron's _VocabParallelCrossEntropy) per logit: the upcast
+ * reads 2 bytes and writes 4, the max reads 4, the subtraction reads and
+ * writes 4 each, exp reads and writes 4 each, the sum reads 4, the division
+ * into probabilities reads and writes 4 each: 38 bytes forward; backward
+ * reads the saved probabilities and writes the gradient (4 + 4), then casts
+ * it to 16 bits (4 + 2): 14 bytes. These counts are ours, written from the
+ * kernels' definitions (calibration.md §3b has no per-kernel traffic). */
+#include "kernels.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CE_FWD_BYTES 38.0
+#define CE_BWD_BYTES 14.0
+#define SAMPLING_PASSES 3.0   /* serving: logits to fp32 probabilities, top-k/p, draw */
+
+void kernel_list_init(struct kernel_list *l) { memset(l, 0, sizeof *l); }
+
+void kernel_list_release(struct kernel_list *l)
+{
+    free(l->k);
+    memset(l, 0, sizeof *l);
+}
+
+/* ------------------------------------------------------------------ */
+/* The builder: where the next kernels go and the sizes they use. */
+
+struct kb {
+    struct kernel_list *out;
+    const struct model *m;
+    const struct kernel_params *p;
+    bool train;
+    int block;
+    double A;      /* bytes per activation element */
+    double Wb;     /* bytes per weight element as a GEMM reads it */
+    double Ab;     /* bytes per activation element as a GEMM reads it (FP8: 1) */
+    double G;      /* bytes per main-gradient element (W accumulates into it) */
+    double K;      /* bytes per KV-cache element */
+    double T;      /* tokens through this chip's GEMMs (s·b, or the pass's tokens) */
+    double Tr;     /* tokens of the norms, residuals and dropouts (T/t with SP) */
+    double s, b;   /* sequence and sequences (training attention) */
+    double t;      /* tensor-parallel degree */
+};
+
+static struct kernel *push(struct kb *x, int kind, int pass, int part, const char *name)
+{
+    struct kernel_list *l = x->out;
+    MP_GROW(l->k, l->cap, l->n + 1);
+    struct kernel *k = &l->k[l->n++];
+    memset(k, 0, sizeof *k);
+    k->kind = (uint8_t)kind;
+    k->pass = (uint8_t)pass;
+    k->block = (uint8_t)x->block;
+    k->part = (uint8_t)part;
+    k->name = name;
+    k->batch = 1;
+    return k;
+}
+
+static struct kernel *mem(struct kb *x, int pass, int part, const char *name, double bytes)
+{
+    if (!(bytes > 0)) return NULL;
+    struct kernel *k = push(x, KERNEL_MEMORY, pass, part, name);
+    k->bytes = bytes;
+    return k;
+}
+
+static struct kernel *gemm(struct kb *x, int pass, int part, const char *name, double m,
+                           double n, double k, double batch, double a, double b, double c)
+{
+    if (!(m > 0 && n > 0 && k > 0 && batch > 0)) return NULL;
+    struct kernel *g = push(x, KERNEL_GEMM, pass, part, name);
+    g->m = m, g->n = n, g->k = k, g->batch = batch;
+    g->a_bytes = a, g->b_bytes = b, g->c_bytes = c;
+    return g;
+}
+
+/* y[M × n_out] = x[M × k_in] · Wᵀ, `batch` of them (grouped experts):
+ * forward; input gradient dx = dy · W; weight gradient dW = dyᵀ · x,
+ * accumulated into the main gradient (Megatron's gradient-accumulation
+ * fusion). Serving runs the forward with the weights as stored. */
+static void linear(struct kb *x, int part, const char *name, double M, double n_out,
+                   double k_in, double batch, int role)
+{
+    struct kernel *g;
+    if (!x->train) {
+        if ((g = gemm(x, KPASS_F, part, name, M, n_out, k_in, batch, x->A, x->Wb, x->A)))
+            g->role = (uint8_t)role;
+        return;
+    }
+    if ((g = gemm(x, KPASS_F, part, name, M, n_out, k_in, batch, x->Ab, x->Wb, x->A)))
+        g->role = (uint8_t)role;
+    if ((g = gemm(x, KPASS_B, part, name, M, k_in, n_out, batch, x->Ab, x->Wb, x->A)))
+        g->role = (uint8_t)role;
+    if ((g = gemm(x, KPASS_W, part, name, n_out, k_in, M, batch, x->Ab, x->Ab, x->G))) {
+        g->accumulate = true;
+        g->role = (uint8_t)role;
+    }
+}
+
+static bool is_gpt2(const struct model *m) { return strcmp(m->arch, "gpt2") == 0; }
+static bool has_qkv_bias(const struct model *m)
+{
+    return is_gpt2(m) || strncmp(m->arch, "qwen2", 5) == 0;
+}
+
+/* A norm over `width` features of the replicated tokens. */
+static void norm(struct kb *x, int part, const char *name, double tokens, double width)
+{
+    double n = tokens * width * x->A;
+    mem(x, KPASS_F, part, name, 2 * n);
+    if (x->train) mem(x, KPASS_B, part, name, 5 * n);
+}
+
+/* The residual add closing a block (with bias and dropout where the model
+ * has them, Megatron's fused bias-dropout-add); its backward: dropout's
+ * gradient, the bias gradient, and at the block's input the residual
+ * gradient added to the norm's. */
+static void residual(struct kb *x, int bias_width)
+{
+    const struct kernel_params *p = x->p;
+    double n = x->Tr * x->m->hidden;
+    bool drop = x->train && p->dropout;
+    mem(x, KPASS_F, KPART_POST, drop ? "bias_dropout_add" : "residual_add",
+        n * (3 * x->A + (drop ? 1 : 0)));
+    if (!x->train) return;
+    if (drop) mem(x, KPASS_B, KPART_POST, "dropout_grad", n * (2 * x->A + 1));
+    if (bias_width > 0) mem(x, KPASS_B, KPART_POST, "bias_grad", n * x->A);
+    mem(x, KPASS_B, KPART_PRE, "residual_grad_add", 3 * n * x->A);
+}
+
+/* ------------------------------------------------------------------ */
+/* Token mixers, one function per kind (kernels.h). */
+
+static double q_heads(const struct kb *x) { return x->m->heads / x->t; }
+static double kv_heads(const struct kb *x)
+{
+    return x->m->kv_heads >= x->t ? x->m->kv_heads / x->t : 1;
+}
+
+/* The attention core of a training microbatch: FlashAttention, or the
+ * unfused kernels (the scores through HBM). `dqk`, `dv`: head dims of the
+ * scores and the values; `kvh`: KV heads (GQA repeats them for unfused). */
+static void attention_core_train(struct kb *x, double hq, double kvh, double dqk, double dv)
+{
+    const struct kernel_params *p = x->p;
+    double s = x->s, b = x->b, T = x->T, A = x->A;
+    double io = T * (hq * dqk + kvh * dqk + kvh * dv + hq * dv) * A;
+    if (p->flash) {
+        /* FLOPs as the FlashAttention benchmarks count them (calibration.md
+         * §2): 2·s²·(dqk + dv) per head forward, halved by the causal mask;
+         * backward 2.5× the forward. */
+        double flops = 2.0 * b * hq * s * s * (dqk + dv) / 2;
+        struct kernel *k = push(x, KERNEL_FLASH_FWD, KPASS_F, KPART_MID, "flash_attention");
+        k->flops = flops, k->bytes = io, k->seq = s, k->head_dim = (dqk + dv) / 2;
+        k->causal = true;
+        k = push(x, KERNEL_FLASH_BWD, KPASS_B, KPART_MID, "flash_attention");
+        k->flops = 2.5 * flops, k->bytes = 2 * io, k->seq = s, k->head_dim = (dqk + dv) / 2;
+        k->causal = true;
+        return;
+    }
+    double batch = b * hq, el = batch * s * s;
+    if (kvh < hq) {
+        /* Unfused GQA repeats K and V to every query head; the backward sums
+         * them back. */
+        double rep = T * (hq - kvh) * (dqk + dv) * A;
+        mem(x, KPASS_F, KPART_MID, "repeat_kv", 2 * rep);
+        mem(x, KPASS_B, KPART_MID, "repeat_kv", 2 * rep);
+    }
+    struct kernel *k;
+    if ((k = gemm(x, KPASS_F, KPART_MID, "qk_scores", s, s, dqk, batch, A, A, A))) k->recompute = true;
+    if ((k = mem(x, KPASS_F, KPART_MID, "softmax", 2 * el * A))) k->recompute = true;
+    if (p->dropout && (k = mem(x, KPASS_F, KPART_MID, "attn_dropout", el * (2 * A + 1))))
+        k->recompute = true;
+    if ((k = gemm(x, KPASS_F, KPART_MID, "attn_values", s, dv, s, batch, A, A, A))) k->recompute = true;
+    mem(x, KPASS_F, KPART_MID, "context_permute", 2 * T * hq * dv * A);
+    /* Backward: context permute, dP = dO·Vᵀ and dV = Pᵀ·dO, dropout's and
+     * softmax's gradients over the scores, dQ = dS·K and dK = dSᵀ·Q. */
+    mem(x, KPASS_B, KPART_MID, "context_permute", 2 * T * hq * dv * A);
+    gemm(x, KPASS_B, KPART_MID, "attn_values", s, s, dv, batch, A, A, A);
+    gemm(x, KPASS_B, KPART_MID, "attn_values", s, dv, s, batch, A, A, A);
+    if (p->dropout) mem(x, KPASS_B, KPART_MID, "attn_dropout", el * (2 * A + 1));
+    mem(x, KPASS_B, KPART_MID, "softmax", 3 * el * A);
+    gemm(x, KPASS_B, KPART_MID, "qk_scores", s, dqk, s, batch, A, A, A);
+    gemm(x, KPASS_B, KPART_MID, "qk_scores", s, dqk, s, batch, A, A, A);
+}
+
+/* Serving: the decode members' attention as one batched kernel over their
+ * KV caches (its work is the sum of each member's at its own length), and
+ * the prompt chunks' FlashAttention (causal, at their effective KV
+ * length). `kv_token` = KV bytes per cached token; `flops_pair` = FLOPs per
+ * (query, key) pair. */
+static void attention_serve(struct kb *x, const struct kernel_batch *bt, double kv_token,
+                            double flops_pair_decode, double flops_pair_prefill, double d,
+                            double q_bytes)
+{
+    if (bt->decode > 0) {
+        struct kernel *k = push(x, KERNEL_DECODE_ATTN, KPASS_F, KPART_MID, "decode_attention");
+        k->flops = flops_pair_decode * bt->decode_ctx;
+        k->bytes = bt->decode_ctx * kv_token + bt->decode * (kv_token + 2 * q_bytes);
+        k->seq = bt->decode_ctx / bt->decode;
+        k->head_dim = d;
+    }
+    if (bt->prefill_tokens > 0) {
+        struct kernel *k = push(x, KERNEL_FLASH_FWD, KPASS_F, KPART_MID, "prefill_attention");
+        k->flops = flops_pair_prefill * bt->prefill_pairs;
+        k->bytes = bt->prefill_tokens * (kv_token + 2 * q_bytes);
+        /* A chunk of c tokens after p cached ones has c·p + c(c+1)/2 pairs:
+         * pairs/c + c/2 ≈ p + c, the length it attends over. */
+        double items = bt->prefill_items > 0 ? bt->prefill_items : 1;
+        k->seq = bt->prefill_pairs / bt->prefill_tokens + bt->prefill_tokens / items / 2;
+        k->head_dim = d;
+        k->causal = true;
+    }
+}
+
+static void rotary(struct kb *x, double heads, double dim)
+{
+    if (x->m->learned_positions) return;   /* GPT-2: a position table, no RoPE */
+    double n = x->T * heads * dim * x->A;
+    mem(x, KPASS_F, KPART_MID, "rotary", 2 * n);
+    if (x->train) mem(x, KPASS_B, KPART_MID, "rotary", 2 * n);
+}
+
+static void mixer_full(struct kb *x, const struct kernel_batch *bt, int which)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, d = m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    if (which & KSERVE_TOKENS) {
+        linear(x, KPART_IN, "qkv", x->T, (hq + 2 * hkv) * d, h, 1, KROLE_DENSE);
+        if (x->train && has_qkv_bias(m))
+            mem(x, KPASS_W, KPART_IN, "bias_grad", x->T * (hq + 2 * hkv) * d * x->A);
+        rotary(x, hq + hkv, d);
+        if (x->train) attention_core_train(x, hq, hkv, d, d);
+        linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
+    }
+    if (!x->train && (which & KSERVE_ATTENTION))
+        attention_serve(x, bt, 2 * hkv * d * x->K, 4 * hq * d, 4 * hq * d, d, hq * d * x->A);
+}
+
+/* Multi-head latent attention (DeepSeek): low-rank q and kv projections
+ * (the down projections replicated over TP ranks), norms on the latents,
+ * rotary on the rope part; serving decodes in the absorbed form, reading
+ * the compressed latent (kv_lora + rope per token) and doing
+ * 2·heads·(2·kv_lora + rope) FLOPs per (token, cached token). */
+static void mixer_mla(struct kb *x, const struct kernel_batch *bt, int which)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, hq = q_heads(x);
+    double nope = m->qk_nope_head_dim, rope = m->qk_rope_head_dim, dv = m->v_head_dim;
+    double qk = nope + rope, lat = m->kv_lora_rank;
+    if (which & KSERVE_TOKENS) {
+        if (m->q_lora_rank) {
+            linear(x, KPART_IN, "q_down", x->T, m->q_lora_rank, h, 1, KROLE_DENSE);
+            norm(x, KPART_IN, "q_norm", x->T, m->q_lora_rank);
+            linear(x, KPART_IN, "q_up", x->T, hq * qk, m->q_lora_rank, 1, KROLE_DENSE);
+        } else {
+            linear(x, KPART_IN, "q", x->T, hq * qk, h, 1, KROLE_DENSE);
+        }
+        linear(x, KPART_IN, "kv_down", x->T, lat + rope, h, 1, KROLE_DENSE);
+        norm(x, KPART_IN, "kv_norm", x->T, lat);
+        linear(x, KPART_IN, "kv_up", x->T, hq * (nope + dv), lat, 1, KROLE_DENSE);
+        rotary(x, hq + 1, rope);
+        if (x->train) attention_core_train(x, hq, hq, qk, dv);
+        linear(x, KPART_OUT, "attn_out", x->T, h, hq * dv, 1, KROLE_DENSE);
+    }
+    if (!x->train && (which & KSERVE_ATTENTION))
+        attention_serve(x, bt, (lat + rope) * x->K, 2 * hq * (2 * lat + rope),
+                        2 * hq * (qk + dv), (qk + dv) / 2, hq * qk * x->A);
+}
+
+/* Linear attention (models/README.md: full attention's projections and a
+ * per-head d × d state): a chunked scan of 4·d² FLOPs per token and head
+ * (state update and read), backward twice that; serving reads and writes
+ * each request's state once per pass. */
+static void mixer_linear(struct kb *x, const struct kernel_batch *bt, int which)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, d = m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    if (which & KSERVE_TOKENS) {
+        linear(x, KPART_IN, "qkv", x->T, (hq + 2 * hkv) * d, h, 1, KROLE_DENSE);
+        if (x->train) {
+            double io = x->T * (2 * hq + 2 * hkv) * d * x->A;
+            struct kernel *k = push(x, KERNEL_SCAN, KPASS_F, KPART_MID, "linear_attention");
+            k->flops = 4 * x->T * hq * d * d, k->bytes = io, k->seq = x->s, k->head_dim = d;
+            k = push(x, KERNEL_SCAN, KPASS_B, KPART_MID, "linear_attention");
+            k->flops = 8 * x->T * hq * d * d, k->bytes = 2 * io, k->seq = x->s, k->head_dim = d;
+        }
+        linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
+    }
+    if (!x->train && (which & KSERVE_ATTENTION) && bt->tokens > 0) {
+        struct kernel *k = push(x, KERNEL_SCAN, KPASS_F, KPART_MID, "linear_attention");
+        k->flops = 4 * bt->tokens * hq * d * d;
+        k->bytes = 2 * bt->items * hq * d * d * x->K + bt->tokens * (2 * hq + 2 * hkv) * d * x->A;
+        k->seq = bt->tokens / (bt->items > 0 ? bt->items : 1);
+        k->head_dim = d;
+    }
+}
+
+typedef void (*mixer_fn)(struct kb *, const struct kernel_batch *, int);
+static const mixer_fn mixers[] = {
+    [ATTN_FULL] = mixer_full,
+    [ATTN_LINEAR] = mixer_linear,
+    [ATTN_MLA] = mixer_mla,
+};
+
+/* ------------------------------------------------------------------ */
+/* MLPs: dense (gated or GeLU) and mixture of experts. */
+
+/* A dense MLP of `width` on `tokens` (the shared experts too). Gated:
+ * gate and up as one GEMM, SwiGLU, down; GPT-2: fc1, fused bias-GeLU, fc2. */
+static void mlp_dense(struct kb *x, double tokens, double width, double batch, int role,
+                      const char *up, const char *act, const char *down)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, n = tokens * batch * width * x->A;
+    bool gated = m->gated_mlp;
+    linear(x, KPART_IN, up, tokens, gated ? 2 * width : width, h, batch, role);
+    struct kernel *k;
+    if ((k = mem(x, KPASS_F, KPART_MID, act, (gated ? 3 : 2) * n))) k->role = (uint8_t)role;
+    if (x->train && (k = mem(x, KPASS_B, KPART_MID, act, (gated ? 5 : 4) * n)))
+        k->role = (uint8_t)role;
+    linear(x, KPART_OUT, down, tokens, h, width, batch, role);
+}
+
+static void mlp(struct kb *x)
+{
+    const struct model *m = x->m;
+    mlp_dense(x, x->T, m->intermediate / x->t, 1, KROLE_DENSE, "mlp_up",
+              m->gated_mlp ? "swiglu" : "bias_gelu", "mlp_down");
+}
+
+/* MoE: router (replicated over TP ranks) and its top-k in fp32, the local
+ * permutation of token copies into expert order and back, the shared
+ * experts, and the routed experts as grouped GEMMs (expert widths split by
+ * t). Training without EP assumes even routing, T·k/E tokens per expert;
+ * serving reads the weights of the experts a pass reaches,
+ * E·(1 − (1 − k/E)^T) in expectation. */
+static void mlp_moe(struct kb *x)
+{
+    const struct model *m = x->m;
+    double t = x->t, T = x->T, h = m->hidden, E = m->experts, k = m->experts_per_token;
+    linear(x, KPART_IN, "router", T, E, h, 1, KROLE_ROUTER);
+    struct kernel *q;
+    if ((q = mem(x, KPASS_F, KPART_IN, "router_topk", 3 * T * E * 4))) q->role = KROLE_ROUTER;
+    if (x->train && (q = mem(x, KPASS_B, KPART_IN, "router_topk", 3 * T * E * 4)))
+        q->role = KROLE_ROUTER;
+    double copies = T * h * x->A * (1 + k);
+    mem(x, KPASS_F, KPART_IN, "permute", copies);
+    mem(x, KPASS_F, KPART_OUT, "unpermute", copies);
+    if (x->train) {
+        mem(x, KPASS_B, KPART_IN, "permute", copies);
+        mem(x, KPASS_B, KPART_OUT, "unpermute", copies);
+    }
+    if (m->shared_intermediate)
+        mlp_dense(x, T, m->shared_intermediate / t, 1, KROLE_DENSE, "shared_up",
+                  m->gated_mlp ? "swiglu" : "bias_gelu", "shared_down");
+    if (x->p->ep > 1) return;   /* experts.c prices the routed experts per rank */
+    double hit = E, per = T * k / E;
+    if (!x->train) {
+        hit = E * (1 - pow(1 - k / E, T));
+        per = hit > 0 ? T * k / hit : 0;
+    }
+    if (hit > 0)
+        mlp_dense(x, per, m->moe_intermediate / t, hit, KROLE_ROUTED, "expert_up",
+                  m->gated_mlp ? "swiglu" : "bias_gelu", "expert_down");
+}
+
+/* ------------------------------------------------------------------ */
+/* Layers. */
+
+static void embedding(struct kb *x)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, T = x->T, Vt = m->vocab / x->t, A = x->A, G = x->G;
+    x->block = KBLOCK_MIXER;
+    mem(x, KPASS_F, KPART_IN, "embedding", T * h * (x->Wb + A));
+    if (m->learned_positions) mem(x, KPASS_F, KPART_IN, "position_add", T * h * (x->Wb + 2 * A));
+    if (!x->train) return;
+    if (x->p->dropout) mem(x, KPASS_F, KPART_POST, "embedding_dropout", x->Tr * h * (2 * A + 1));
+    /* The table's gradient, dense: zeroed, the microbatch's rows added
+     * (read the gradient, read and write the rows), then accumulated into
+     * the main gradient (read it, read and write the main gradient). */
+    mem(x, KPASS_W, KPART_IN, "embedding_grad", Vt * h * (2 * A + 2 * G) + 3 * T * h * A);
+    if (m->learned_positions)
+        mem(x, KPASS_W, KPART_IN, "position_grad",
+            (double)m->max_positions * h * (2 * A + 2 * G) + 3 * T * h * A);
+}
+
+static void lm_head(struct kb *x, const struct kernel_batch *bt)
+{
+    const struct model *m = x->m;
+    double h = m->hidden, Vt = m->vocab / x->t;
+    x->block = KBLOCK_MIXER;
+    if (!x->train) {
+        norm(x, KPART_PRE, "final_norm", bt->tokens, h);
+        linear(x, KPART_IN, "lm_head", bt->emits, m->vocab, h, 1, KROLE_DENSE);
+        mem(x, KPASS_F, KPART_MID, "sampling", SAMPLING_PASSES * bt->emits * m->vocab * 4);
+        return;
+    }
+    norm(x, KPART_PRE, "final_norm", x->Tr, h);
+    linear(x, KPART_IN, "lm_head", x->T, Vt, h, 1, KROLE_DENSE);
+    mem(x, KPASS_F, KPART_MID, "cross_entropy", CE_FWD_BYTES * x->T * Vt);
+    mem(x, KPASS_B, KPART_MID, "cross_entropy", CE_BWD_BYTES * x->T * Vt);
+}
+
+static void decoder(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
+                    int which)
+{
+    const struct model *m = x->m;
+    double h = m->hidden;
+    bool bias = is_gpt2(m);
+    x->block = KBLOCK_MIXER;
+    assert(L->attn >= 0 && (size_t)L->attn < sizeof mixers / sizeof mixers[0] && mixers[L->attn]);
+    if (which & KSERVE_TOKENS) norm(x, KPART_PRE, "norm", x->Tr, h);
+    mixers[L->attn](x, bt, which);
+    if (which & KSERVE_TOKENS) residual(x, bias ? (int)h : 0);
+    if (!(which & KSERVE_TOKENS)) return;
+    x->block = KBLOCK_MLP;
+    norm(x, KPART_PRE, "norm", x->Tr, h);
+    if (L->moe) mlp_moe(x);
+    else mlp(x);
+    residual(x, bias ? (int)h : 0);
+}
+
+static void setup(struct kb *x, const struct model *m, const struct kernel_params *p,
+                  struct kernel_list *out, bool train)
+{
+    memset(x, 0, sizeof *x);
+    x->out = out, x->m = m, x->p = p, x->train = train;
+    x->t = p->tp > 0 ? p->tp : 1;
+    x->A = (p->activation_bits ? p->activation_bits : 16) / 8.0;
+    double W = (p->weight_bits ? p->weight_bits : 16) / 8.0;
+    bool fp8 = p->compute_bits == 8;
+    /* Training GEMMs read 16-bit weights (or their FP8 cast); serving reads
+     * the weights as stored and dequantises in the kernel. */
+    x->Wb = train ? (fp8 ? 1 : (W < 2 ? 2 : W)) : W;
+    x->Ab = fp8 ? 1 : x->A;
+    x->G = (p->grad_bits ? p->grad_bits : 32) / 8.0;
+    x->K = (p->kv_bits ? p->kv_bits : 16) / 8.0;
+}
+
+void kernels_train_layer(const struct model *m, int layer, const struct kernel_params *p,
+                         struct kernel_list *out)
+{
+    assert(layer >= 0 && layer < m->n_layers && p->seq_len >= 1 && p->micro_batch >= 1);
+    struct kb x;
+    setup(&x, m, p, out, true);
+    x.s = p->seq_len, x.b = p->micro_batch;
+    x.T = x.s * x.b;
+    x.Tr = p->sp ? x.T / x.t : x.T;
+    const struct layer *L = &m->layer[layer];
+    switch (L->kind) {
+    case LAYER_EMBEDDING: embedding(&x); break;
+    case LAYER_LM_HEAD: lm_head(&x, NULL); break;
+    case LAYER_DECODER: decoder(&x, L, NULL, KSERVE_TOKENS); break;
+    }
+}
+
+void kernels_expert(const struct model *m, double tokens, const struct kernel_params *p,
+                    struct kernel_list *out)
+{
+    struct kb x;
+    setup(&x, m, p, out, true);
+    x.block = KBLOCK_MLP;
+    if (tokens > 0)
+        mlp_dense(&x, tokens, m->moe_intermediate, 1, KROLE_ROUTED, "expert_up",
+                  m->gated_mlp ? "swiglu" : "bias_gelu", "expert_down");
+}
+
+void kernels_serve_layer(const struct model *m, int layer, const struct kernel_params *p,
+                         const struct kernel_batch *b, int which, struct kernel_list *out)
+{
+    assert(layer >= 0 && layer < m->n_layers);
+    struct kb x;
+    setup(&x, m, p, out, false);
+    x.T = x.Tr = b->tokens;
+    const struct layer *L = &m->layer[layer];
+    switch (L->kind) {
+    case LAYER_EMBEDDING:
+        if (which & KSERVE_TOKENS) embedding(&x);
+        break;
+    case LAYER_LM_HEAD:
+        if ((which & KSERVE_TOKENS) && b->emits > 0) lm_head(&x, b);
+        break;
+    case LAYER_DECODER:
+        if (b->tokens > 0) decoder(&x, L, b, which);
+        break;
+    }
+}
+
+mp_time layer_price_block(const struct layer_price *lp, enum kernel_pass pass,
+                          enum kernel_block block)
+{
+    mp_time s = 0;
+    for (int q = 0; q < N_KPARTS; q++) s += lp->t[pass][block][q];
+    return s;
+}
+
+mp_time layer_price_pass(const struct layer_price *lp, enum kernel_pass pass)
+{
+    return layer_price_block(lp, pass, KBLOCK_MIXER) + layer_price_block(lp, pass, KBLOCK_MLP);
+}
+
+const char *kernel_kind_name(enum kernel_kind k)
+{
+    static const char *const names[N_KERNEL_KINDS] = {
+        [KERNEL_GEMM] = "gemm", [KERNEL_FLASH_FWD] = "flash_fwd", [KERNEL_FLASH_BWD] = "flash_bwd",
+        [KERNEL_DECODE_ATTN] = "decode_attention", [KERNEL_SCAN] = "scan",
+        [KERNEL_MEMORY] = "memory",
+    };
+    return k < N_KERNEL_KINDS ? names[k] : "?";
+}
