@@ -336,6 +336,8 @@ static int read_rows(const char *path, struct reader *r, struct mp_error *err)
 /* ------------------------------------------------------------------ */
 /* Keeping one chip's figures. */
 
+static void grid_index(struct calib_grid *g);
+
 static int keep(struct calib *c, const struct calib_row *x)
 {
     MP_GROW(c->rows, c->cap_rows, c->n_rows + 1);
@@ -403,6 +405,12 @@ int calib_load(struct calib *c, const char *path, const struct chip *chip, struc
         c->row[x->cls][x->cls == CAL_GEMM && x->bits == 8] = at;
     }
     free(r.rows);
+    c->peak[0] = chip->peak_bf16;
+    c->peak[1] = chip->peak_fp8;
+    c->mem_bps = chip->mem_bw * c->mem_share;       /* inf for an ideal chip: 0 s */
+    c->stream_bps = chip->mem_bw * c->stream_share;
+    for (int b = 0; b < 2; b++)
+        for (int z = 0; z < 2; z++) grid_index(&c->flash[b][z]);
     return MP_OK;
 }
 
@@ -425,46 +433,61 @@ void calib_release(struct calib *c)
 /* ------------------------------------------------------------------ */
 /* Times. */
 
-/* Share at sequence `s` among the grid points of head dim `d` (linear in
- * log s, clamped); `*row` the nearest point's row. */
-static double along_seq(const struct calib_grid *g, double d, double s, int *row)
+/* Sort a grid's points by (head dim, sequence) and index its head dims. */
+static void grid_index(struct calib_grid *g)
 {
-    int lo = -1, hi = -1;
+    for (int i = 1; i < g->n; i++)   /* insertion sort: a few dozen points */
+        for (int j = i; j > 0 && (g->d[j] < g->d[j - 1] ||
+                                  (g->d[j] == g->d[j - 1] && g->s[j] < g->s[j - 1])); j--) {
+            double td = g->d[j], ts = g->s[j], te = g->eff[j];
+            int tr = g->row[j];
+            g->d[j] = g->d[j - 1], g->s[j] = g->s[j - 1], g->eff[j] = g->eff[j - 1];
+            g->row[j] = g->row[j - 1];
+            g->d[j - 1] = td, g->s[j - 1] = ts, g->eff[j - 1] = te, g->row[j - 1] = tr;
+        }
+    g->n_dims = 0;
+    for (int i = 0; i + 1 < g->n; i++)
+        g->slope[i] = g->d[i + 1] == g->d[i] && g->s[i + 1] > g->s[i]
+                          ? (g->eff[i + 1] - g->eff[i]) / (g->s[i + 1] - g->s[i]) : 0;
     for (int i = 0; i < g->n; i++) {
-        if (g->d[i] != d) continue;
-        if (g->s[i] <= s && (lo < 0 || g->s[i] > g->s[lo])) lo = i;
-        if (g->s[i] >= s && (hi < 0 || g->s[i] < g->s[hi])) hi = i;
+        if (i == 0 || g->d[i] != g->d[i - 1]) {
+            g->dims[g->n_dims] = g->d[i];
+            g->first[g->n_dims] = i;
+            g->count[g->n_dims++] = 0;
+        }
+        g->count[g->n_dims - 1]++;
     }
-    if (lo < 0) lo = hi;
-    if (hi < 0) hi = lo;
-    if (lo < 0) return 0;
-    if (lo == hi || g->s[lo] == g->s[hi]) {
-        *row = g->row[lo];
-        return g->eff[lo];
+}
+
+/* Share at sequence `s` among the points of head dim index `k` (linear in
+ * s between measured points, clamped); `*row` the nearer point's row. */
+static double along_seq(const struct calib_grid *g, int k, double s, int *row)
+{
+    int a = g->first[k], n = g->count[k];
+    if (s <= g->s[a] || n == 1) {
+        *row = g->row[a];
+        return g->eff[a];
     }
-    double x = (log(s) - log(g->s[lo])) / (log(g->s[hi]) - log(g->s[lo]));
-    *row = g->row[x < 0.5 ? lo : hi];
-    return g->eff[lo] + x * (g->eff[hi] - g->eff[lo]);
+    for (int i = a + 1; i < a + n; i++)
+        if (s <= g->s[i]) {
+            double dx = s - g->s[i - 1];
+            *row = g->row[2 * dx < g->s[i] - g->s[i - 1] ? i - 1 : i];
+            return g->eff[i - 1] + dx * g->slope[i - 1];
+        }
+    *row = g->row[a + n - 1];
+    return g->eff[a + n - 1];
 }
 
 static double grid_share(const struct calib_grid *g, double d, double s, int *row)
 {
     if (g->n == 0) return 0;
-    double dlo = -1, dhi = -1;
-    for (int i = 0; i < g->n; i++) {
-        if (g->d[i] <= d && g->d[i] > dlo) dlo = g->d[i];
-        if (g->d[i] >= d && (dhi < 0 || g->d[i] < dhi)) dhi = g->d[i];
-    }
-    if (dlo < 0) dlo = dhi;
-    if (dhi < 0) dhi = dlo;
-    int r0 = -1, r1 = -1;
-    double e0 = along_seq(g, dlo, s, &r0);
-    if (dlo == dhi) {
-        *row = r0;
-        return e0;
-    }
-    double e1 = along_seq(g, dhi, s, &r1);
-    double x = (d - dlo) / (dhi - dlo);
+    int hi = 0;
+    while (hi < g->n_dims && g->dims[hi] < d) hi++;
+    if (hi == 0 || hi == g->n_dims || g->dims[hi] == d)
+        return along_seq(g, hi == g->n_dims ? hi - 1 : hi, s, row);
+    int r0, r1;
+    double e0 = along_seq(g, hi - 1, s, &r0), e1 = along_seq(g, hi, s, &r1);
+    double x = (d - g->dims[hi - 1]) / (g->dims[hi] - g->dims[hi - 1]);
     *row = x < 0.5 ? r0 : r1;
     return e0 + x * (e1 - e0);
 }
@@ -476,18 +499,12 @@ double calib_flash_share(const struct calib *c, bool bwd, bool causal, double he
     return grid_share(&c->flash[bwd][causal], head_dim, seq, &row);
 }
 
-static double bw(const struct chip *chip, double share)
-{
-    return chip->mem_bw * share;
-}
-
 /* Seconds of a GEMM's work (compute with tile and wave quantisation, or its
  * operands' streaming, whichever is longer). */
-static double gemm_seconds(const struct calib *c, const struct chip *chip, const struct kernel *k,
-                           int *row)
+static double gemm_seconds(const struct calib *c, const struct kernel *k, int *row)
 {
-    bool fp8 = k->a_bytes <= 1 && k->b_bytes <= 1 && chip->peak_fp8 > 0 && c->gemm_eff[1] > 0;
-    double peak = fp8 ? chip->peak_fp8 : chip->peak_bf16;
+    bool fp8 = k->a_bytes <= 1 && k->b_bytes <= 1 && c->peak[1] > 0 && c->gemm_eff[1] > 0;
+    double peak = c->peak[fp8];
     double share = c->gemm_eff[fp8];
     *row = c->row[CAL_GEMM][fp8];
     double K = k->k + c->k_overhead, compute;
@@ -511,21 +528,18 @@ static double gemm_seconds(const struct calib *c, const struct chip *chip, const
     }
     double bytes = k->batch * (k->m * k->k * k->a_bytes + k->k * k->n * k->b_bytes +
                                k->m * k->n * k->c_bytes * (k->accumulate ? 2 : 1));
-    double memory = isinf(chip->mem_bw) ? 0 : bytes / bw(chip, c->stream_share);
+    double memory = bytes / c->stream_bps;
     return compute > memory ? compute : memory;
 }
 
-void calib_kernel(const struct calib *c, const struct chip *chip, const struct kernel *k,
-                  struct calib_cost *out)
+void calib_kernel(const struct calib *c, const struct kernel *k, struct calib_cost *out)
 {
-    double launch = c->graphs ? c->graph_launch_s : c->launch_s;
-    double mem_bw = isinf(chip->mem_bw) ? INFINITY : bw(chip, c->mem_share);
-    out->launch = launch;
+    out->launch = c->graphs ? c->graph_launch_s : c->launch_s;
     out->row = -1;
     switch (k->kind) {
     case KERNEL_GEMM:
         out->cls = CT_GEMM;
-        out->busy = gemm_seconds(c, chip, k, &out->row);
+        out->busy = gemm_seconds(c, k, &out->row);
         return;
     case KERNEL_FLASH_FWD:
     case KERNEL_FLASH_BWD:
@@ -534,8 +548,8 @@ void calib_kernel(const struct calib *c, const struct chip *chip, const struct k
         bool bwd = k->kind == KERNEL_FLASH_BWD;
         bool causal = k->kind == KERNEL_DECODE_ATTN ? false : k->causal;
         double share = grid_share(&c->flash[bwd][causal], k->head_dim, k->seq, &out->row);
-        double compute = share > 0 ? k->flops / (chip->peak_bf16 * share) : 0;
-        double memory = k->bytes / mem_bw;
+        double compute = share > 0 ? k->flops / (c->peak[0] * share) : 0;
+        double memory = k->bytes / c->mem_bps;
         out->cls = CT_ATTENTION;
         out->busy = compute > memory ? compute : memory;
         if (k->kind == KERNEL_DECODE_ATTN && memory >= compute) out->row = c->row[CAL_MEMORY][0];
@@ -544,16 +558,15 @@ void calib_kernel(const struct calib *c, const struct chip *chip, const struct k
     case KERNEL_MEMORY:
     default:
         out->cls = CT_MEMORY;
-        out->busy = k->bytes / mem_bw;
+        out->busy = k->bytes / c->mem_bps;
         out->row = c->row[CAL_MEMORY][0];
         return;
     }
 }
 
-double calib_memory_seconds(const struct calib *c, const struct chip *chip, double bytes)
+double calib_memory_seconds(const struct calib *c, double bytes)
 {
-    double mem_bw = isinf(chip->mem_bw) ? INFINITY : bw(chip, c->mem_share);
-    return bytes / mem_bw + (c->graphs ? c->graph_launch_s : c->launch_s);
+    return bytes / c->mem_bps + (c->graphs ? c->graph_launch_s : c->launch_s);
 }
 
 void calib_row_label(const struct calib *c, int i, char *buf, size_t size)

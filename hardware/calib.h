@@ -32,8 +32,8 @@
  *   flash, scan   max(FLOPs / (bf16 peak × share(d, s, causal)), bytes / (bw × memory))
  *   decode attention  max(bytes / (bw × memory), FLOPs / (bf16 peak × flash_fwd share))
  *   memory   bytes / (mem_bw × memory)
- * Shares are interpolated linearly in head dim and in log(sequence), and
- * clamped at the table's ends.
+ * Shares are interpolated linearly in head dim and in sequence length
+ * between the measured points, and clamped at the table's ends.
  *
  * A chip with rows of its own must have every class but gemm fp8,
  * gemm_k_overhead, gemm_small_tile, comm_overlap and flash (which, when
@@ -72,10 +72,17 @@ struct calib_row {
 
 #define CALIB_MAX_GRID 64
 
+/* Flash rows of one (pass, causal): points sorted by head dim then
+ * sequence, with the slope to the next point; dims[] the distinct head
+ * dims, each with its first point and count. */
 struct calib_grid {
     int n;
     double d[CALIB_MAX_GRID], s[CALIB_MAX_GRID], eff[CALIB_MAX_GRID];
+    double slope[CALIB_MAX_GRID];   /* (eff[i+1] − eff[i]) / (s[i+1] − s[i]) */
     int row[CALIB_MAX_GRID];
+    int n_dims;
+    double dims[CALIB_MAX_GRID];
+    int first[CALIB_MAX_GRID], count[CALIB_MAX_GRID];
 };
 
 struct calib {
@@ -86,6 +93,8 @@ struct calib {
     bool graphs;         /* launches as CUDA-graph replay (serving) */
     double units, gemm_eff[2], k_overhead, small_tile, mem_share, stream_share;
     double launch_s, graph_launch_s, host_s, comm_overlap;
+    double peak[2];              /* the chip's dense bf16 and fp8 FLOP/s */
+    double mem_bps, stream_bps;  /* memory-bound and GEMM-operand bytes/s */
     int row[N_CAL_CLASSES][2];   /* index in rows[] of the row that gave each figure */
     struct calib_grid flash[2][2];   /* [fwd, bwd][non-causal, causal] */
     struct calib_row *rows;      /* the rows this chip uses */
@@ -93,7 +102,8 @@ struct calib {
 };
 
 /* Read `path` (every chip's rows are checked: value ranges, classes, no
- * duplicates, every chip with rows complete) and keep what `chip` uses.
+ * duplicates, every chip with rows complete) and keep what `chip` uses,
+ * with the chip's peaks and bandwidth (kernel times need nothing else).
  * MP_ERR_INPUT names the file, line and column, or the chip and class
  * missing, and what was expected. */
 int calib_load(struct calib *c, const char *path, const struct chip *chip, struct mp_error *err);
@@ -110,11 +120,10 @@ struct calib_cost {
     double busy, launch;
     int cls, row;
 };
-void calib_kernel(const struct calib *c, const struct chip *chip, const struct kernel *k,
-                  struct calib_cost *out);
+void calib_kernel(const struct calib *c, const struct kernel *k, struct calib_cost *out);
 
 /* Seconds of `bytes` through a memory-bound kernel (one launch included). */
-double calib_memory_seconds(const struct calib *c, const struct chip *chip, double bytes);
+double calib_memory_seconds(const struct calib *c, double bytes);
 
 /* The share of peak FlashAttention reaches (table lookup), fwd or bwd. */
 double calib_flash_share(const struct calib *c, bool bwd, bool causal, double head_dim,

@@ -57,6 +57,8 @@ struct kb {
     double Tr;     /* tokens of the norms, residuals and dropouts (T/t with SP) */
     double s, b;   /* sequence and sequences (training attention) */
     double t;      /* tensor-parallel degree */
+    bool gpt2;     /* GPT-2 style: LayerNorm, biases, GeLU */
+    bool qkv_bias; /* biases on q, k, v (GPT-2, Qwen2) */
 };
 
 static struct kernel *push(struct kb *x, int kind, int pass, int part, const char *name)
@@ -115,10 +117,13 @@ static void linear(struct kb *x, int part, const char *name, double M, double n_
     }
 }
 
-static bool is_gpt2(const struct model *m) { return strcmp(m->arch, "gpt2") == 0; }
+static bool is_gpt2(const struct model *m)
+{
+    return m->arch[0] == 'g' && strcmp(m->arch, "gpt2") == 0;
+}
 static bool has_qkv_bias(const struct model *m)
 {
-    return is_gpt2(m) || strncmp(m->arch, "qwen2", 5) == 0;
+    return is_gpt2(m) || (m->arch[0] == 'q' && strncmp(m->arch, "qwen2", 5) == 0);
 }
 
 /* A norm over `width` features of the replicated tokens. */
@@ -204,30 +209,57 @@ static void attention_core_train(struct kb *x, double hq, double kvh, double dqk
 
 /* Serving: the decode members' attention as one batched kernel over their
  * KV caches (its work is the sum of each member's at its own length), and
- * the prompt chunks' FlashAttention (causal, at their effective KV
- * length). `kv_token` = KV bytes per cached token; `flops_pair` = FLOPs per
- * (query, key) pair. */
-static void attention_serve(struct kb *x, const struct kernel_batch *bt, double kv_token,
-                            double flops_pair_decode, double flops_pair_prefill, double d,
-                            double q_bytes)
+ * the prompt chunks' FlashAttention (causal, at their effective KV length);
+ * linear attention's state read and written per request. */
+int kernels_serve_attention(const struct kernel_attention *a, const struct kernel_batch *bt,
+                            struct kernel out[2])
 {
-    if (bt->decode > 0) {
-        struct kernel *k = push(x, KERNEL_DECODE_ATTN, KPASS_F, KPART_MID, "decode_attention");
-        k->flops = flops_pair_decode * bt->decode_ctx;
-        k->bytes = bt->decode_ctx * kv_token + bt->decode * (kv_token + 2 * q_bytes);
+    int n = 0;
+    if (a->kind == KATTN_SOFTMAX && bt->decode > 0) {
+        struct kernel *k = &out[n++];
+        memset(k, 0, sizeof *k);
+        k->kind = KERNEL_DECODE_ATTN, k->block = KBLOCK_MIXER, k->part = KPART_MID;
+        k->name = "decode_attention", k->batch = 1;
+        k->flops = a->flops_decode * bt->decode_ctx;
+        k->bytes = bt->decode_ctx * a->kv_token + bt->decode * (a->kv_token + 2 * a->q_bytes);
         k->seq = bt->decode_ctx / bt->decode;
-        k->head_dim = d;
+        k->head_dim = a->head_dim;
     }
-    if (bt->prefill_tokens > 0) {
-        struct kernel *k = push(x, KERNEL_FLASH_FWD, KPASS_F, KPART_MID, "prefill_attention");
-        k->flops = flops_pair_prefill * bt->prefill_pairs;
-        k->bytes = bt->prefill_tokens * (kv_token + 2 * q_bytes);
+    if (a->kind == KATTN_SOFTMAX && bt->prefill_tokens > 0) {
+        struct kernel *k = &out[n++];
+        memset(k, 0, sizeof *k);
+        k->kind = KERNEL_FLASH_FWD, k->block = KBLOCK_MIXER, k->part = KPART_MID;
+        k->name = "prefill_attention", k->batch = 1, k->causal = true;
+        k->flops = a->flops_prefill * bt->prefill_pairs;
+        k->bytes = bt->prefill_tokens * (a->kv_token + 2 * a->q_bytes);
         /* A chunk of c tokens after p cached ones has c·p + c(c+1)/2 pairs:
          * pairs/c + c/2 ≈ p + c, the length it attends over. */
         double items = bt->prefill_items > 0 ? bt->prefill_items : 1;
         k->seq = bt->prefill_pairs / bt->prefill_tokens + bt->prefill_tokens / items / 2;
-        k->head_dim = d;
-        k->causal = true;
+        k->head_dim = a->head_dim;
+    }
+    if (a->kind == KATTN_LINEAR && bt->tokens > 0) {
+        struct kernel *k = &out[n++];
+        memset(k, 0, sizeof *k);
+        k->kind = KERNEL_SCAN, k->block = KBLOCK_MIXER, k->part = KPART_MID;
+        k->name = "linear_attention", k->batch = 1;
+        k->flops = a->flops_token * bt->tokens;
+        k->bytes = 2 * bt->items * a->state_bytes + bt->tokens * a->io_token;
+        k->seq = bt->tokens / (bt->items > 0 ? bt->items : 1);
+        k->head_dim = a->head_dim;
+    }
+    return n;
+}
+
+static void attention_serve(struct kb *x, const struct kernel_batch *bt,
+                            const struct kernel_attention *a)
+{
+    struct kernel k[2];
+    int n = kernels_serve_attention(a, bt, k);
+    for (int i = 0; i < n; i++) {
+        struct kernel_list *l = x->out;
+        MP_GROW(l->k, l->cap, l->n + 1);
+        l->k[l->n++] = k[i];
     }
 }
 
@@ -239,20 +271,31 @@ static void rotary(struct kb *x, double heads, double dim)
     if (x->train) mem(x, KPASS_B, KPART_MID, "rotary", 2 * n);
 }
 
+static void shape_full(const struct kb *x, struct kernel_attention *a)
+{
+    double d = x->m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    *a = (struct kernel_attention){ .kind = KATTN_SOFTMAX, .kv_token = 2 * hkv * d * x->K,
+                                    .flops_decode = 4 * hq * d, .flops_prefill = 4 * hq * d,
+                                    .head_dim = d, .q_bytes = hq * d * x->A };
+}
+
 static void mixer_full(struct kb *x, const struct kernel_batch *bt, int which)
 {
     const struct model *m = x->m;
     double h = m->hidden, d = m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
     if (which & KSERVE_TOKENS) {
         linear(x, KPART_IN, "qkv", x->T, (hq + 2 * hkv) * d, h, 1, KROLE_DENSE);
-        if (x->train && has_qkv_bias(m))
+        if (x->train && x->qkv_bias)
             mem(x, KPASS_W, KPART_IN, "bias_grad", x->T * (hq + 2 * hkv) * d * x->A);
         rotary(x, hq + hkv, d);
         if (x->train) attention_core_train(x, hq, hkv, d, d);
         linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
     }
-    if (!x->train && (which & KSERVE_ATTENTION))
-        attention_serve(x, bt, 2 * hkv * d * x->K, 4 * hq * d, 4 * hq * d, d, hq * d * x->A);
+    if (!x->train && (which & KSERVE_ATTENTION)) {
+        struct kernel_attention a;
+        shape_full(x, &a);
+        attention_serve(x, bt, &a);
+    }
 }
 
 /* Multi-head latent attention (DeepSeek): low-rank q and kv projections
@@ -260,6 +303,17 @@ static void mixer_full(struct kb *x, const struct kernel_batch *bt, int which)
  * rotary on the rope part; serving decodes in the absorbed form, reading
  * the compressed latent (kv_lora + rope per token) and doing
  * 2·heads·(2·kv_lora + rope) FLOPs per (token, cached token). */
+static void shape_mla(const struct kb *x, struct kernel_attention *a)
+{
+    const struct model *m = x->m;
+    double hq = q_heads(x), rope = m->qk_rope_head_dim, lat = m->kv_lora_rank;
+    double qk = m->qk_nope_head_dim + rope, dv = m->v_head_dim;
+    *a = (struct kernel_attention){ .kind = KATTN_SOFTMAX, .kv_token = (lat + rope) * x->K,
+                                    .flops_decode = 2 * hq * (2 * lat + rope),
+                                    .flops_prefill = 2 * hq * (qk + dv),
+                                    .head_dim = (qk + dv) / 2, .q_bytes = hq * qk * x->A };
+}
+
 static void mixer_mla(struct kb *x, const struct kernel_batch *bt, int which)
 {
     const struct model *m = x->m;
@@ -281,15 +335,25 @@ static void mixer_mla(struct kb *x, const struct kernel_batch *bt, int which)
         if (x->train) attention_core_train(x, hq, hq, qk, dv);
         linear(x, KPART_OUT, "attn_out", x->T, h, hq * dv, 1, KROLE_DENSE);
     }
-    if (!x->train && (which & KSERVE_ATTENTION))
-        attention_serve(x, bt, (lat + rope) * x->K, 2 * hq * (2 * lat + rope),
-                        2 * hq * (qk + dv), (qk + dv) / 2, hq * qk * x->A);
+    if (!x->train && (which & KSERVE_ATTENTION)) {
+        struct kernel_attention a;
+        shape_mla(x, &a);
+        attention_serve(x, bt, &a);
+    }
 }
 
 /* Linear attention (models/README.md: full attention's projections and a
  * per-head d × d state): a chunked scan of 4·d² FLOPs per token and head
  * (state update and read), backward twice that; serving reads and writes
  * each request's state once per pass. */
+static void shape_linear(const struct kb *x, struct kernel_attention *a)
+{
+    double d = x->m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    *a = (struct kernel_attention){ .kind = KATTN_LINEAR, .flops_token = 4 * hq * d * d,
+                                    .state_bytes = hq * d * d * x->K,
+                                    .io_token = (2 * hq + 2 * hkv) * d * x->A, .head_dim = d };
+}
+
 static void mixer_linear(struct kb *x, const struct kernel_batch *bt, int which)
 {
     const struct model *m = x->m;
@@ -305,20 +369,23 @@ static void mixer_linear(struct kb *x, const struct kernel_batch *bt, int which)
         }
         linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
     }
-    if (!x->train && (which & KSERVE_ATTENTION) && bt->tokens > 0) {
-        struct kernel *k = push(x, KERNEL_SCAN, KPASS_F, KPART_MID, "linear_attention");
-        k->flops = 4 * bt->tokens * hq * d * d;
-        k->bytes = 2 * bt->items * hq * d * d * x->K + bt->tokens * (2 * hq + 2 * hkv) * d * x->A;
-        k->seq = bt->tokens / (bt->items > 0 ? bt->items : 1);
-        k->head_dim = d;
+    if (!x->train && (which & KSERVE_ATTENTION)) {
+        struct kernel_attention a;
+        shape_linear(x, &a);
+        attention_serve(x, bt, &a);
     }
 }
 
-typedef void (*mixer_fn)(struct kb *, const struct kernel_batch *, int);
-static const mixer_fn mixers[] = {
-    [ATTN_FULL] = mixer_full,
-    [ATTN_LINEAR] = mixer_linear,
-    [ATTN_MLA] = mixer_mla,
+/* One row per token-mixer kind: its kernels (training, and serving's
+ * token-count part) and the shape of its serving attention. */
+struct mixer_kind {
+    void (*kernels)(struct kb *, const struct kernel_batch *, int);
+    void (*shape)(const struct kb *, struct kernel_attention *);
+};
+static const struct mixer_kind mixers[] = {
+    [ATTN_FULL] = { mixer_full, shape_full },
+    [ATTN_LINEAR] = { mixer_linear, shape_linear },
+    [ATTN_MLA] = { mixer_mla, shape_mla },
 };
 
 /* ------------------------------------------------------------------ */
@@ -426,11 +493,12 @@ static void decoder(struct kb *x, const struct layer *L, const struct kernel_bat
 {
     const struct model *m = x->m;
     double h = m->hidden;
-    bool bias = is_gpt2(m);
+    bool bias = x->gpt2;
     x->block = KBLOCK_MIXER;
-    assert(L->attn >= 0 && (size_t)L->attn < sizeof mixers / sizeof mixers[0] && mixers[L->attn]);
+    assert(L->attn >= 0 && (size_t)L->attn < sizeof mixers / sizeof mixers[0] &&
+           mixers[L->attn].kernels);
     if (which & KSERVE_TOKENS) norm(x, KPART_PRE, "norm", x->Tr, h);
-    mixers[L->attn](x, bt, which);
+    mixers[L->attn].kernels(x, bt, which);
     if (which & KSERVE_TOKENS) residual(x, bias ? (int)h : 0);
     if (!(which & KSERVE_TOKENS)) return;
     x->block = KBLOCK_MLP;
@@ -455,6 +523,8 @@ static void setup(struct kb *x, const struct model *m, const struct kernel_param
     x->Ab = fp8 ? 1 : x->A;
     x->G = (p->grad_bits ? p->grad_bits : 32) / 8.0;
     x->K = (p->kv_bits ? p->kv_bits : 16) / 8.0;
+    x->gpt2 = is_gpt2(m);
+    x->qkv_bias = has_qkv_bias(m);
 }
 
 void kernels_train_layer(const struct model *m, int layer, const struct kernel_params *p,
@@ -504,6 +574,18 @@ void kernels_serve_layer(const struct model *m, int layer, const struct kernel_p
         if (b->tokens > 0) decoder(&x, L, b, which);
         break;
     }
+}
+
+void kernels_serve_attention_shape(const struct model *m, int layer,
+                                   const struct kernel_params *p, struct kernel_attention *a)
+{
+    assert(layer >= 0 && layer < m->n_layers);
+    memset(a, 0, sizeof *a);
+    const struct layer *L = &m->layer[layer];
+    if (L->kind != LAYER_DECODER) return;
+    struct kb x;
+    setup(&x, m, p, NULL, false);
+    mixers[L->attn].shape(&x, a);
 }
 
 mp_time layer_price_block(const struct layer_price *lp, enum kernel_pass pass,

@@ -121,6 +121,23 @@ enum { KSERVE_TOKENS = 1, KSERVE_ATTENTION = 2, KSERVE_ALL = 3 };
 void kernels_serve_layer(const struct model *m, int layer, const struct kernel_params *p,
                          const struct kernel_batch *b, int which, struct kernel_list *out);
 
+/* The batch-dependent part of a serving layer (its KSERVE_ATTENTION
+ * kernels) in two steps, for the serving loop's hot path: the layer's
+ * attention shape once (per token: KV bytes, FLOPs per (query, key) pair,
+ * or the linear state), then for each pass its kernels (at most two) into
+ * `out`, the count returned. kernels_serve_layer emits the same. */
+enum { KATTN_NONE, KATTN_SOFTMAX, KATTN_LINEAR };
+struct kernel_attention {
+    int kind;
+    double kv_token, flops_decode, flops_prefill, q_bytes;  /* softmax attention */
+    double flops_token, state_bytes, io_token;              /* linear attention */
+    double head_dim;
+};
+void kernels_serve_attention_shape(const struct model *m, int layer,
+                                   const struct kernel_params *p, struct kernel_attention *a);
+int kernels_serve_attention(const struct kernel_attention *a, const struct kernel_batch *b,
+                            struct kernel out[2]);
+
 /* A layer's kernels priced, in picoseconds, by pass, block and part; the
  * sums are what the pipeline and tensor.c lay out. */
 struct layer_price {

@@ -105,12 +105,12 @@ START_TEST(one_request_latency_by_hand)
      *     32,768: 569,792 B / 1.89e16 = 30.1 ps;
      *   decode attention: 4 × 64 × 128 × 1001 = 32,800,768 FLOPs at the
      *     generic flash share at d = 128, non-causal, 1001 keys: between
-     *     0.5788 (512) and 0.6555 (1024) at log position 0.967, 0.6530 →
-     *     32,800,768 / (62.5e15 × 0.6530) = 803.7 ps (its 2.08 MB of KV and
+     *     0.5788 (512) and 0.6555 (1024), 489/512 of the way: 0.6521 →
+     *     32,800,768 / (62.5e15 × 0.6521) = 804.8 ps (its 2.08 MB of KV and
      *     q/o read at 1.89e16 take 110 ps, less);
-     * 23,740.2 + 30.1 + 803.7 = 24,574 ps. */
+     * 23,740.2 + 30.1 + 804.8 = 24,575 ps. */
     struct serve_item dec = { .tokens = 1, .past = 1000, .emits = true, .decode = true };
-    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 24574);
+    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 24575);
     serve_release(&s);
 
     /* On the real CS-3 chain (1.2 Tb/s) each hop adds the activations' bytes:

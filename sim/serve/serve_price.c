@@ -15,7 +15,7 @@
 /* The part of a pass's time that depends on its token and emit counts
  * alone (GEMMs, norms, activations, LM head) repeats from pass to pass:
  * memoised per stage. */
-#define SERVE_MEMO 256
+#define SERVE_MEMO 4096
 struct serve_memo { double tokens, emits, seconds; bool set; };
 
 struct serve_pricer {
@@ -24,6 +24,7 @@ struct serve_pricer {
     struct kernel_list kl;
     struct serve_memo *memo;    /* [stages × SERVE_MEMO] */
     bool *attention;            /* [stages]: has layers whose time depends on who is in it */
+    struct kernel_attention *shape; /* [s->layers]: each layer's serving attention */
 };
 
 int serve_price_layers(struct serve *s, struct mp_error *err)
@@ -63,6 +64,9 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
         .activation_bits = c->model.activation_bits, .kv_bits = c->model.kv_bits,
         .compute_bits = c->model.compute_bits, .flash = true, .ep = 1,
     };
+    p->shape = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->shape);
+    for (int i = 0; i < n; i++)
+        kernels_serve_attention_shape(m, s->layers[i].layer, &p->kp, &p->shape[i]);
     return MP_OK;
 }
 
@@ -74,6 +78,7 @@ void serve_price_release(struct serve *s)
     kernel_list_release(&p->kl);
     free(p->memo);
     free(p->attention);
+    free(p->shape);
     free(p);
     s->pricer = NULL;
 }
@@ -89,7 +94,7 @@ static double stage_kernels(const struct serve *s, int stage, const struct kerne
     double t = 0;
     for (int i = 0; i < p->kl.n; i++) {
         struct calib_cost c;
-        calib_kernel(&p->calib, &s->sys.chip, &p->kl.k[i], &c);
+        calib_kernel(&p->calib, &p->kl.k[i], &c);
         t += c.busy + c.launch;
     }
     return t;
@@ -98,16 +103,25 @@ static double stage_kernels(const struct serve *s, int stage, const struct kerne
 static mp_time pass_time(const struct serve *s, int stage, const struct kernel_batch *b)
 {
     struct serve_pricer *p = s->pricer;
-    uint64_t bits;
-    double key = b->tokens * 4099 + b->emits;
-    memcpy(&bits, &key, sizeof bits);
-    struct serve_memo *m =
-        &p->memo[(size_t)stage * SERVE_MEMO + (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 56)];
+    /* Token and emit counts are whole numbers below the token budget. */
+    size_t h = ((size_t)b->tokens * 40503u + (size_t)b->emits) % SERVE_MEMO;
+    struct serve_memo *m = &p->memo[(size_t)stage * SERVE_MEMO + h];
     if (!m->set || m->tokens != b->tokens || m->emits != b->emits)
         *m = (struct serve_memo){ b->tokens, b->emits, stage_kernels(s, stage, b, KSERVE_TOKENS),
                                   true };
     double t = m->seconds;
-    if (p->attention[stage]) t += stage_kernels(s, stage, b, KSERVE_ATTENTION);
+    /* The attention part, priced anew each pass (decode members' KV grows
+     * by a token a pass): kernels_serve_layer's KSERVE_ATTENTION kernels,
+     * from shapes taken once. */
+    for (int i = s->layer_off[stage]; p->attention[stage] && i < s->layer_off[stage + 1]; i++) {
+        struct kernel k[2];
+        int n = kernels_serve_attention(&p->shape[i], b, k);
+        for (int j = 0; j < n; j++) {
+            struct calib_cost c;
+            calib_kernel(&p->calib, &k[j], &c);
+            t += c.busy + c.launch;
+        }
+    }
     /* The host's scheduling and sampling for a step run beside the GPU's
      * (an overlap scheduler), one pass at a time: stage 0 takes at least
      * that long per pass. */

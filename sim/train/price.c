@@ -86,7 +86,7 @@ static void price_one(struct sim *s, int l, struct layer_price *lp, struct time_
     for (int i = 0; i < s->kl.n; i++) {
         const struct kernel *k = &s->kl.k[i];
         struct calib_cost c;
-        calib_kernel(&s->calib, &s->sys.chip, k, &c);
+        calib_kernel(&s->calib, k, &c);
         double sec = c.busy + c.launch;
         t[k->pass][k->block][k->part] += sec;
         if (k->role == KROLE_ROUTER) router[k->pass] += sec;
@@ -151,7 +151,7 @@ mp_time price_expert(void *ctx, double tokens, int pass)
         kernels_expert(&s->model, tokens, &s->kp, &s->kl);
         for (int i = 0; i < s->kl.n; i++) {
             struct calib_cost c;
-            calib_kernel(&s->calib, &s->sys.chip, &s->kl.k[i], &c);
+            calib_kernel(&s->calib, &s->kl.k[i], &c);
             t[s->kl.k[i].pass] += c.busy + c.launch;
         }
         m->set[h] = true;
@@ -166,7 +166,7 @@ mp_time price_memory(void *ctx, double bytes, int kernels)
     const struct sim *s = ctx;
     if (!(bytes > 0)) return 0;
     double launch = s->calib.launch_s;
-    return ps_of(calib_memory_seconds(&s->calib, &s->sys.chip, bytes) - launch +
+    return ps_of(calib_memory_seconds(&s->calib, bytes) - launch +
                  kernels * launch);
 }
 
