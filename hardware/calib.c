@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Split-K leaves each split at least this many K elements. */
+#define SPLIT_K_MIN 256.0
+
 static const char *const class_names[N_CAL_CLASSES] = {
     [CAL_UNITS] = "units", [CAL_GEMM] = "gemm", [CAL_K_OVERHEAD] = "gemm_k_overhead",
     [CAL_SMALL_TILE] = "gemm_small_tile", [CAL_MEMORY] = "memory",
@@ -509,20 +512,31 @@ static double gemm_seconds(const struct calib *c, const struct kernel *k, int *r
     *row = c->row[CAL_GEMM][fp8];
     double K = k->k + c->k_overhead, compute;
     if (c->units >= 1) {
+        /* The tiles GEMM libraries pick from (the narrow ones for skinny
+         * GEMMs such as decode), each also split along K when that fills
+         * more units: a split writes fp32 partial sums and reduces them. */
         static const struct { double m, n; bool small; } tiles[] = {
             { 256, 128, false }, { 128, 256, false }, { 128, 128, false },
-            { 128, 64, true }, { 64, 128, true },
+            { 128, 64, true }, { 64, 128, true }, { 32, 128, true }, { 16, 128, true },
         };
+        static const double splits[] = { 1, 2, 4, 8, 16 };
         double per_unit = peak / c->units * share;
         compute = INFINITY;
         for (size_t i = 0; i < sizeof tiles / sizeof tiles[0]; i++) {
             double eta = tiles[i].small ? c->small_tile : 1;
             if (!(eta > 0)) continue;
-            double n_tiles = ceil(k->m / tiles[i].m) * ceil(k->n / tiles[i].n) * k->batch;
-            double waves = ceil(n_tiles / c->units);
-            double t = waves * 2 * tiles[i].m * tiles[i].n * K / (per_unit * eta);
-            if (t < compute) compute = t;
+            double base = ceil(k->m / tiles[i].m) * ceil(k->n / tiles[i].n) * k->batch;
+            for (size_t j = 0; j < sizeof splits / sizeof splits[0]; j++) {
+                double sk = splits[j];
+                if (sk > 1 && k->k / sk < SPLIT_K_MIN) break;
+                double waves = ceil(base * sk / c->units);
+                double t = waves * 2 * tiles[i].m * tiles[i].n * (k->k / sk + c->k_overhead) /
+                           (per_unit * eta);
+                if (sk > 1) t += k->batch * k->m * k->n * 4 * (sk + 1) / c->mem_bps;
+                if (t < compute) compute = t;
+            }
         }
+        (void)K;
     } else {
         compute = 2 * k->m * k->n * K * k->batch / (peak * share);
     }
@@ -567,6 +581,37 @@ void calib_kernel(const struct calib *c, const struct kernel *k, struct calib_co
 double calib_memory_seconds(const struct calib *c, double bytes)
 {
     return bytes / c->mem_bps + (c->graphs ? c->graph_launch_s : c->launch_s);
+}
+
+static mp_time ps_of(double seconds)
+{
+    double ps = seconds * 1e12;
+    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
+    return (mp_time)llround(ps);
+}
+
+void calib_price_layer(const struct calib *c, const struct kernel_list *kl, int recompute,
+                       struct layer_price *lp)
+{
+    double t[N_KPASSES][N_KBLOCKS][N_KPARTS] = { { { 0 } } }, rc = 0, router[N_KPASSES] = { 0 };
+    for (int i = 0; i < kl->n; i++) {
+        const struct kernel *k = &kl->k[i];
+        struct calib_cost cc;
+        calib_kernel(c, k, &cc);
+        double sec = cc.busy + cc.launch;
+        t[k->pass][k->block][k->part] += sec;
+        if (k->role == KROLE_ROUTER) router[k->pass] += sec;
+        if (recompute == 1 && k->recompute) rc += sec;
+    }
+    memset(lp, 0, sizeof *lp);
+    for (int p = 0; p < N_KPASSES; p++) {
+        lp->router[p] = ps_of(router[p]);
+        for (int b = 0; b < N_KBLOCKS; b++)
+            for (int q = 0; q < N_KPARTS; q++) lp->t[p][b][q] = ps_of(t[p][b][q]);
+    }
+    /* Full recompute re-runs the forward as priced, part by part (tensor.c
+     * lays the same parts out again), so its time is theirs exactly. */
+    lp->recompute = recompute == 2 ? layer_price_pass(lp, KPASS_F) : ps_of(rc);
 }
 
 void calib_row_label(const struct calib *c, int i, char *buf, size_t size)

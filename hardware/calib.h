@@ -24,11 +24,14 @@
  * Time of a kernel (each + one launch):
  *   GEMM     max(waves × tile time, bytes / (mem_bw × weights_stream)), where for
  *            each tile Tm×Tn of {256×128, 128×256, 128×128} (share 1) and
- *            {128×64, 64×128} (gemm_small_tile) tiles = ⌈M/Tm⌉⌈N/Tn⌉·batch,
- *            waves = ⌈tiles/units⌉, tile time = 2·Tm·Tn·(K + k_overhead) /
- *            (peak/units × gemm share × tile share); the fastest tile wins
- *            (as a GEMM library's heuristic would); units 0: 2·M·N·(K+k0)·batch
- *            / (peak × share).
+ *            {128×64, 64×128, 32×128, 16×128} (gemm_small_tile), and each
+ *            split of K in {1, 2, 4, 8, 16} (at least 256 of K per split),
+ *            tiles = ⌈M/Tm⌉⌈N/Tn⌉·batch·split, waves = ⌈tiles/units⌉, tile time
+ *            = 2·Tm·Tn·(K/split + k_overhead) / (peak/units × gemm share × tile
+ *            share), plus for a split its fp32 partial sums written and reduced
+ *            (4·M·N·(split + 1) bytes at the memory share); the fastest wins (as
+ *            a GEMM library's heuristic would); units 0: 2·M·N·(K+k0)·batch /
+ *            (peak × share).
  *   flash, scan   max(FLOPs / (bf16 peak × share(d, s, causal)), bytes / (bw × memory))
  *   decode attention  max(bytes / (bw × memory), FLOPs / (bf16 peak × flash_fwd share))
  *   memory   bytes / (mem_bw × memory)
@@ -121,6 +124,12 @@ struct calib_cost {
     int cls, row;
 };
 void calib_kernel(const struct calib *c, const struct kernel *k, struct calib_cost *out);
+
+/* A layer's kernels (kernels_train_layer) priced into `lp`, in ps by pass,
+ * block and part, each part rounded once; `recompute` 0 none, 1 selective
+ * (the kernels marked `recompute`), 2 full (the whole forward). */
+void calib_price_layer(const struct calib *c, const struct kernel_list *kl, int recompute,
+                       struct layer_price *lp);
 
 /* Seconds of `bytes` through a memory-bound kernel (one launch included). */
 double calib_memory_seconds(const struct calib *c, double bytes);

@@ -79,33 +79,20 @@ static void price_one(struct sim *s, int l, struct layer_price *lp, struct time_
 {
     kernel_list_clear(&s->kl);
     kernels_train_layer(&s->model, l, &s->kp, &s->kl);
-    double t[N_KPASSES][N_KBLOCKS][N_KPARTS] = { { { 0 } } }, rc = 0, router[N_KPASSES] = { 0 };
     for (int b = 0; b < N_BD; b++) bd_clear(&bd[b]);
     int recompute = s->model.layer[l].kind == LAYER_DECODER ? s->cfg.training.recompute
                                                             : RECOMPUTE_NONE;
+    /* enum recompute_kind is none, selective, full: calib_price_layer's 0, 1, 2. */
+    calib_price_layer(&s->calib, &s->kl, recompute, lp);
     for (int i = 0; i < s->kl.n; i++) {
         const struct kernel *k = &s->kl.k[i];
         struct calib_cost c;
         calib_kernel(&s->calib, k, &c);
-        double sec = c.busy + c.launch;
-        t[k->pass][k->block][k->part] += sec;
-        if (k->role == KROLE_ROUTER) router[k->pass] += sec;
         tally(&bd[k->pass == KPASS_F ? BD_F : k->pass == KPASS_B ? BD_B : BD_W], &c);
         if ((recompute == RECOMPUTE_SELECTIVE && k->recompute) ||
-            (recompute == RECOMPUTE_FULL && k->pass == KPASS_F)) {
-            rc += sec;
+            (recompute == RECOMPUTE_FULL && k->pass == KPASS_F))
             tally(&bd[BD_RECOMPUTE], &c);
-        }
     }
-    memset(lp, 0, sizeof *lp);
-    for (int p = 0; p < N_KPASSES; p++) {
-        lp->router[p] = ps_of(router[p]);
-        for (int b = 0; b < N_KBLOCKS; b++)
-            for (int q = 0; q < N_KPARTS; q++) lp->t[p][b][q] = ps_of(t[p][b][q]);
-    }
-    /* Full recompute re-runs the forward as priced, part by part (tensor.c
-     * lays the same parts out again), so its time is theirs exactly. */
-    lp->recompute = recompute == RECOMPUTE_FULL ? layer_price_pass(lp, KPASS_F) : ps_of(rc);
 }
 
 static void bd_add(struct time_breakdown *to, const struct time_breakdown *from)
