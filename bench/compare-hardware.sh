@@ -43,4 +43,4 @@ row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
 row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
 row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
 row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.dp=256 \
-    --set parallel.vpp=4 --set training.zero=2
+    --set parallel.vpp=8 --set training.zero=2

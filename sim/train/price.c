@@ -113,7 +113,27 @@ void price_layers(struct sim *s)
     s->price = mp_xcalloc((size_t)n, sizeof *s->price);
     s->layer_bd = mp_xcalloc((size_t)n * N_BD, sizeof *s->layer_bd);
     s->stage_bd = mp_xcalloc((size_t)S * N_BD, sizeof *s->stage_bd);
-    for (int l = 0; l < n; l++) price_one(s, l, &s->price[l], &s->layer_bd[(size_t)l * N_BD]);
+    /* Layers alike in everything but their index price alike: a model's
+     * decoders are a few kinds repeated (struct layer comes from calloc'ed
+     * memory, so its padding compares equal too). */
+    for (int l = 0; l < n; l++) {
+        int same = -1;
+        struct layer a, b;
+        memcpy(&a, &s->model.layer[l], sizeof a);   /* bytes, padding included */
+        a.decoder_index = 0;
+        for (int j = l - 1; j >= 0 && j >= l - 8 && same < 0; j--) {
+            memcpy(&b, &s->model.layer[j], sizeof b);
+            b.decoder_index = 0;
+            if (!memcmp(&a, &b, sizeof a)) same = j;
+        }
+        if (same >= 0) {
+            s->price[l] = s->price[same];
+            memcpy(&s->layer_bd[(size_t)l * N_BD], &s->layer_bd[(size_t)same * N_BD],
+                   N_BD * sizeof *s->layer_bd);
+        } else {
+            price_one(s, l, &s->price[l], &s->layer_bd[(size_t)l * N_BD]);
+        }
+    }
     for (int st = 0; st < S; st++) {
         struct time_breakdown *sb = &s->stage_bd[(size_t)st * N_BD];
         for (int b = 0; b < N_BD; b++) bd_clear(&sb[b]);
