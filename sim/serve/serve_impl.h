@@ -49,6 +49,8 @@ int serve_trace_requests(struct serve *s, struct mp_error *err);
 int serve_price_layers(struct serve *s, struct mp_error *err);
 mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl);
 void serve_price_release(struct serve *s);
+/* One line for the summary: which calibration rows priced the kernels. */
+void serve_price_describe(const struct serve *s, char *buf, size_t size);
 double serve_hop_bytes(const struct serve *s, int stage, double tokens);
 void serve_build_hops(struct serve *s);
 

@@ -6,6 +6,7 @@
 #include "serve_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,24 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
     for (int i = 0; i < n; i++)
         kernels_serve_attention_shape(m, s->layers[i].layer, &p->kp, &p->shape[i]);
     return MP_OK;
+}
+
+void serve_price_describe(const struct serve *s, char *buf, size_t size)
+{
+    const struct calib *c = &s->pricer->calib;
+    char launch[64], host[64];
+    if (c->graph_launch_s > 0) snprintf(launch, sizeof launch, "%.3g us a kernel (CUDA graphs)",
+                                        c->graph_launch_s * 1e6);
+    else snprintf(launch, sizeof launch, "no per-kernel launch");
+    if (c->host_s > 0) snprintf(host, sizeof host, ", host %.3g ms a step beside stage 0's pass",
+                                c->host_s * 1e3);
+    else host[0] = '\0';
+    if (c->generic)
+        snprintf(buf, size, "%s has no rows in %s: generic rows (*) with its catalogue "
+                 "compute_eff and mem_eff; %s%s", c->chip, c->path, launch, host);
+    else
+        snprintf(buf, size, "priced by the %s rows of %s; %s%s%s", c->chip, c->path, launch, host,
+                 s->cfg.model.compute_bits == 8 ? "; FP8 GEMMs" : "");
 }
 
 void serve_price_release(struct serve *s)
