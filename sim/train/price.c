@@ -6,8 +6,9 @@
 #include <string.h>
 
 /* Routed-expert times by token count: per (microbatch, layer, expert)
- * experts.c asks for the same few counts again and again. */
-#define EXPERT_MEMO 4096
+ * experts.c asks for the same counts again and again (thousands of
+ * distinct ones over a step: tens of thousands of tokens per expert). */
+#define EXPERT_MEMO 65536
 struct price_memo {
     double tokens[EXPERT_MEMO];
     mp_time t[EXPERT_MEMO][3];
@@ -149,9 +150,14 @@ mp_time price_expert(void *ctx, double tokens, int pass)
     if (!(tokens > 0) || pass < 0 || pass > 2) return 0;
     if (!s->expert_memo) s->expert_memo = mp_xcalloc(1, sizeof *s->expert_memo);
     struct price_memo *m = s->expert_memo;
-    uint64_t bits;
-    memcpy(&bits, &tokens, sizeof bits);
-    size_t h = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 52) % EXPERT_MEMO;
+    size_t h;
+    if (tokens == floor(tokens) && tokens < 1e15) {
+        h = (size_t)(uint64_t)tokens % EXPERT_MEMO;   /* whole counts: direct */
+    } else {
+        uint64_t bits;
+        memcpy(&bits, &tokens, sizeof bits);
+        h = (size_t)((bits * 0x9E3779B97F4A7C15ull) >> 48) % EXPERT_MEMO;
+    }
     if (!m->set[h] || m->tokens[h] != tokens) {
         double t[3] = { 0 };
         kernel_list_clear(&s->kl);
