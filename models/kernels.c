@@ -21,6 +21,8 @@
  * it to 16 bits (4 + 2): 14 bytes. These counts are ours, written from the
  * kernels' definitions (calibration.md §3b has no per-kernel traffic). */
 #include "kernels.h"
+#include "arch.h"
+#include "model_impl.h"
 
 #include <assert.h>
 #include <math.h>
@@ -57,8 +59,6 @@ struct kb {
     double Tr;     /* tokens of the norms, residuals and dropouts (T/t with SP) */
     double s, b;   /* sequence and sequences (training attention) */
     double t;      /* tensor-parallel degree */
-    bool gpt2;     /* GPT-2 style: LayerNorm, biases, GeLU */
-    bool qkv_bias; /* biases on q, k, v (GPT-2, Qwen2) */
 };
 
 static struct kernel *push(struct kb *x, int kind, int pass, int part, const char *name)
@@ -117,15 +117,6 @@ static void linear(struct kb *x, int part, const char *name, double M, double n_
     }
 }
 
-static bool is_gpt2(const struct model *m)
-{
-    return m->arch[0] == 'g' && strcmp(m->arch, "gpt2") == 0;
-}
-static bool has_qkv_bias(const struct model *m)
-{
-    return is_gpt2(m) || (m->arch[0] == 'q' && strncmp(m->arch, "qwen2", 5) == 0);
-}
-
 /* A norm over `width` features of the replicated tokens. */
 static void norm(struct kb *x, int part, const char *name, double tokens, double width)
 {
@@ -152,7 +143,7 @@ static void residual(struct kb *x, int bias_width)
 }
 
 /* ------------------------------------------------------------------ */
-/* Token mixers, one function per kind (kernels.h). */
+/* Token mixers, one function per kind (the table `mixers` below). */
 
 static double q_heads(const struct kb *x) { return x->m->heads / x->t; }
 static double kv_heads(const struct kb *x)
@@ -162,8 +153,12 @@ static double kv_heads(const struct kb *x)
 
 /* The attention core of a training microbatch: FlashAttention, or the
  * unfused kernels (the scores through HBM). `dqk`, `dv`: head dims of the
- * scores and the values; `kvh`: KV heads (GQA repeats them for unfused). */
-static void attention_core_train(struct kb *x, double hq, double kvh, double dqk, double dv)
+ * scores and the values; `kvh`: KV heads (GQA repeats them for unfused).
+ * A windowed layer (sliding, chunked) does attn_pairs(kind, w, s) / s² of
+ * full attention's work under FlashAttention, whose efficiency is looked
+ * up at the window; unfused attention computes every score and masks. */
+static void attention_core_train(struct kb *x, const struct layer *L, double hq, double kvh,
+                                 double dqk, double dv)
 {
     const struct kernel_params *p = x->p;
     double s = x->s, b = x->b, T = x->T, A = x->A;
@@ -172,12 +167,15 @@ static void attention_core_train(struct kb *x, double hq, double kvh, double dqk
         /* FLOPs as the FlashAttention benchmarks count them (calibration.md
          * §2): 2·s²·(dqk + dv) per head forward, halved by the causal mask;
          * backward 2.5× the forward. */
-        double flops = 2.0 * b * hq * s * s * (dqk + dv) / 2;
+        double share = attn_pairs(L->mixer, L->window, s) / (s * s);
+        double seq = mixer_info(L->mixer)->windowed && L->window > 0 && L->window < s
+                         ? L->window : s;
+        double flops = 2.0 * b * hq * s * s * (dqk + dv) / 2 * share;
         struct kernel *k = push(x, KERNEL_FLASH_FWD, KPASS_F, KPART_MID, "flash_attention");
-        k->flops = flops, k->bytes = io, k->seq = s, k->head_dim = (dqk + dv) / 2;
+        k->flops = flops, k->bytes = io, k->seq = seq, k->head_dim = (dqk + dv) / 2;
         k->causal = true;
         k = push(x, KERNEL_FLASH_BWD, KPASS_B, KPART_MID, "flash_attention");
-        k->flops = 2.5 * flops, k->bytes = 2 * io, k->seq = s, k->head_dim = (dqk + dv) / 2;
+        k->flops = 2.5 * flops, k->bytes = 2 * io, k->seq = seq, k->head_dim = (dqk + dv) / 2;
         k->causal = true;
         return;
     }
@@ -207,22 +205,72 @@ static void attention_core_train(struct kb *x, double hq, double kvh, double dqk
     gemm(x, KPASS_B, KPART_MID, "qk_scores", s, dqk, s, batch, A, A, A);
 }
 
+/* Keys one query at absolute position p (1-based) attends under window w:
+ * summed over the queries past+1 .. past+c (causal, itself included). Full
+ * attention: c·past + c(c+1)/2; sliding: Σ min(p, w); chunked: the
+ * position within its chunk. */
+static double causal_keys(int mixer, double w, double n)
+{
+    if (mixer == MIXER_SLIDING && w > 0 && n > w) return w * (w + 1) / 2 + (n - w) * w;
+    if (mixer == MIXER_CHUNKED && w > 0 && n > w) {
+        double full = floor(n / w), r = n - full * w;
+        return full * w * (w + 1) / 2 + r * (r + 1) / 2;
+    }
+    return n * (n + 1) / 2;
+}
+
+void kernel_window_of(const struct model *m, struct kernel_window *w)
+{
+    memset(w, 0, sizeof *w);
+    for (int l = 0; l < m->n_layers; l++) {
+        const struct layer *L = &m->layer[l];
+        if (L->kind == LAYER_DECODER && mixer_info(L->mixer)->windowed && L->window > 0) {
+            w->mixer = L->mixer, w->w = L->window;
+            return;
+        }
+    }
+}
+
+void kernel_batch_add(struct kernel_batch *b, double c, double past, bool decode, bool emits,
+                      const struct kernel_window *w)
+{
+    if (!(c > 0)) return;
+    b->tokens += c;
+    b->items++;
+    b->emits += emits;
+    double win = w && w->mixer ? causal_keys(w->mixer, w->w, past + c) -
+                                 causal_keys(w->mixer, w->w, past) : 0;
+    if (decode) { /* each token reads past + itself */
+        b->decode += c;
+        b->decode_ctx += c * (past + 1);
+        b->decode_ctx_win += w && w->mixer ? win : 0;
+    } else {      /* a prompt chunk, causal */
+        b->prefill_tokens += c;
+        b->prefill_pairs += c * past + c * (c + 1) / 2;
+        b->prefill_pairs_win += win;
+        b->prefill_items++;
+    }
+}
+
 /* Serving: the decode members' attention as one batched kernel over their
- * KV caches (its work is the sum of each member's at its own length), and
- * the prompt chunks' FlashAttention (causal, at their effective KV length);
- * linear attention's state read and written per request. */
+ * KV caches (its work is the sum of each member's at its own length, under
+ * a window the part of it within the window), and the prompt chunks'
+ * FlashAttention (causal, at their effective KV length); a recurrent
+ * mixer's state read and written per request. */
 int kernels_serve_attention(const struct kernel_attention *a, const struct kernel_batch *bt,
                             struct kernel out[2])
 {
     int n = 0;
+    double ctx = a->windowed ? bt->decode_ctx_win : bt->decode_ctx;
+    double pairs = a->windowed ? bt->prefill_pairs_win : bt->prefill_pairs;
     if (a->kind == KATTN_SOFTMAX && bt->decode > 0) {
         struct kernel *k = &out[n++];
         memset(k, 0, sizeof *k);
         k->kind = KERNEL_DECODE_ATTN, k->block = KBLOCK_MIXER, k->part = KPART_MID;
         k->name = "decode_attention", k->batch = 1;
-        k->flops = a->flops_decode * bt->decode_ctx;
-        k->bytes = bt->decode_ctx * a->kv_token + bt->decode * (a->kv_token + 2 * a->q_bytes);
-        k->seq = bt->decode_ctx / bt->decode;
+        k->flops = a->flops_decode * ctx;
+        k->bytes = ctx * a->kv_token + bt->decode * (a->kv_token + 2 * a->q_bytes);
+        k->seq = ctx / bt->decode;
         k->head_dim = a->head_dim;
     }
     if (a->kind == KATTN_SOFTMAX && bt->prefill_tokens > 0) {
@@ -230,19 +278,20 @@ int kernels_serve_attention(const struct kernel_attention *a, const struct kerne
         memset(k, 0, sizeof *k);
         k->kind = KERNEL_FLASH_FWD, k->block = KBLOCK_MIXER, k->part = KPART_MID;
         k->name = "prefill_attention", k->batch = 1, k->causal = true;
-        k->flops = a->flops_prefill * bt->prefill_pairs;
+        k->flops = a->flops_prefill * pairs;
         k->bytes = bt->prefill_tokens * (a->kv_token + 2 * a->q_bytes);
         /* A chunk of c tokens after p cached ones has c·p + c(c+1)/2 pairs:
          * pairs/c + c/2 ≈ p + c, the length it attends over. */
         double items = bt->prefill_items > 0 ? bt->prefill_items : 1;
-        k->seq = bt->prefill_pairs / bt->prefill_tokens + bt->prefill_tokens / items / 2;
+        k->seq = pairs / bt->prefill_tokens + bt->prefill_tokens / items / 2;
+        if (a->windowed && a->window > 0 && k->seq > a->window) k->seq = a->window;
         k->head_dim = a->head_dim;
     }
     if (a->kind == KATTN_LINEAR && bt->tokens > 0) {
         struct kernel *k = &out[n++];
         memset(k, 0, sizeof *k);
         k->kind = KERNEL_SCAN, k->block = KBLOCK_MIXER, k->part = KPART_MID;
-        k->name = "linear_attention", k->batch = 1;
+        k->name = "recurrent_scan", k->batch = 1;
         k->flops = a->flops_token * bt->tokens;
         k->bytes = 2 * bt->items * a->state_bytes + bt->tokens * a->io_token;
         k->seq = bt->tokens / (bt->items > 0 ? bt->items : 1);
@@ -271,29 +320,51 @@ static void rotary(struct kb *x, double heads, double dim)
     if (x->train) mem(x, KPASS_B, KPART_MID, "rotary", 2 * n);
 }
 
-static void shape_full(const struct kb *x, struct kernel_attention *a)
+/* An elementwise kernel over `width` features of the pass's tokens: the
+ * forward reads `fr` tensors of that size and writes `fw`, the backward
+ * `br` and `bw` (a gate: 2 + 1 forward, 3 + 2 backward). */
+static void pointwise(struct kb *x, int part, const char *name, double width, double f,
+                      double b)
+{
+    double n = x->T * width * x->A;
+    mem(x, KPASS_F, part, name, f * n);
+    if (x->train) mem(x, KPASS_B, part, name, b * n);
+}
+
+/* Softmax attention over the whole context or a window (MHA, GQA, MQA,
+ * sliding, chunked): qkv (with Qwen3-Next's output gate, 2·H·d of q), q/k
+ * norms, rotary, the core, the gate, attention-out. */
+static void shape_full(const struct kb *x, const struct layer *L, struct kernel_attention *a)
 {
     double d = x->m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
     *a = (struct kernel_attention){ .kind = KATTN_SOFTMAX, .kv_token = 2 * hkv * d * x->K,
                                     .flops_decode = 4 * hq * d, .flops_prefill = 4 * hq * d,
                                     .head_dim = d, .q_bytes = hq * d * x->A };
+    if (mixer_info(L->mixer)->windowed && L->window > 0) a->windowed = true, a->window = L->window;
 }
 
-static void mixer_full(struct kb *x, const struct kernel_batch *bt, int which)
+static void mixer_full(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
+                       int which)
 {
     const struct model *m = x->m;
     double h = m->hidden, d = m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    double q_out = m->attn_gate ? 2 * hq : hq;
     if (which & KSERVE_TOKENS) {
-        linear(x, KPART_IN, "qkv", x->T, (hq + 2 * hkv) * d, h, 1, KROLE_DENSE);
-        if (x->train && x->qkv_bias)
-            mem(x, KPASS_W, KPART_IN, "bias_grad", x->T * (hq + 2 * hkv) * d * x->A);
+        linear(x, KPART_IN, "qkv", x->T, (q_out + 2 * hkv) * d, h, 1, KROLE_DENSE);
+        if (x->train && (m->bias & BIAS_QKV))
+            mem(x, KPASS_W, KPART_IN, "bias_grad", x->T * (q_out + 2 * hkv) * d * x->A);
+        if (m->qk_norm_params > 0) {
+            /* q and k RMSNorm per head: read and write each once forward. */
+            pointwise(x, KPART_MID, "qk_norm", (hq + hkv) * d, 2, 5);
+        }
         rotary(x, hq + hkv, d);
-        if (x->train) attention_core_train(x, hq, hkv, d, d);
+        if (x->train) attention_core_train(x, L, hq, hkv, d, d);
+        if (m->attn_gate) pointwise(x, KPART_MID, "output_gate", hq * d, 3, 5);
         linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
     }
     if (!x->train && (which & KSERVE_ATTENTION)) {
         struct kernel_attention a;
-        shape_full(x, &a);
+        shape_full(x, L, &a);
         attention_serve(x, bt, &a);
     }
 }
@@ -303,8 +374,9 @@ static void mixer_full(struct kb *x, const struct kernel_batch *bt, int which)
  * rotary on the rope part; serving decodes in the absorbed form, reading
  * the compressed latent (kv_lora + rope per token) and doing
  * 2·heads·(2·kv_lora + rope) FLOPs per (token, cached token). */
-static void shape_mla(const struct kb *x, struct kernel_attention *a)
+static void shape_mla(const struct kb *x, const struct layer *L, struct kernel_attention *a)
 {
+    (void)L;
     const struct model *m = x->m;
     double hq = q_heads(x), rope = m->qk_rope_head_dim, lat = m->kv_lora_rank;
     double qk = m->qk_nope_head_dim + rope, dv = m->v_head_dim;
@@ -314,7 +386,8 @@ static void shape_mla(const struct kb *x, struct kernel_attention *a)
                                     .head_dim = (qk + dv) / 2, .q_bytes = hq * qk * x->A };
 }
 
-static void mixer_mla(struct kb *x, const struct kernel_batch *bt, int which)
+static void mixer_mla(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
+                      int which)
 {
     const struct model *m = x->m;
     double h = m->hidden, hq = q_heads(x);
@@ -332,60 +405,119 @@ static void mixer_mla(struct kb *x, const struct kernel_batch *bt, int which)
         norm(x, KPART_IN, "kv_norm", x->T, lat);
         linear(x, KPART_IN, "kv_up", x->T, hq * (nope + dv), lat, 1, KROLE_DENSE);
         rotary(x, hq + 1, rope);
-        if (x->train) attention_core_train(x, hq, hq, qk, dv);
+        if (x->train) attention_core_train(x, L, hq, hq, qk, dv);
         linear(x, KPART_OUT, "attn_out", x->T, h, hq * dv, 1, KROLE_DENSE);
     }
     if (!x->train && (which & KSERVE_ATTENTION)) {
         struct kernel_attention a;
-        shape_mla(x, &a);
+        shape_mla(x, L, &a);
         attention_serve(x, bt, &a);
     }
 }
 
-/* Linear attention (models/README.md: full attention's projections and a
- * per-head d × d state): a chunked scan of 4·d² FLOPs per token and head
- * (state update and read), backward twice that; serving reads and writes
- * each request's state once per pass. */
-static void shape_linear(const struct kb *x, struct kernel_attention *a)
+/* Recurrent mixers (linear attention, Gated DeltaNet, KDA, lightning,
+ * Mamba-1, Mamba-2) share one layout: an input projection (every weight
+ * matrix but the output one, layer_kinds.c's count, taken as one GEMM from
+ * h), a depthwise short convolution, the chunked scan (the core FLOPs of
+ * layer_kinds.c less the convolution's; backward twice the forward), a
+ * gated norm over the output width where the kind has one, the output
+ * projection. Heads split by t. The scan is priced at FlashAttention's
+ * efficiency for its head dim (calibration.md has no scan kernels: an
+ * assumption, hardware/kernels.csv). */
+struct recurrent { double in, out, conv_dim, conv_k, scan_flops, head_dim; bool gated_norm; };
+
+static void recurrent_dims(const struct model *m, enum mixer_kind kind, struct recurrent *r)
 {
-    double d = x->m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
-    *a = (struct kernel_attention){ .kind = KATTN_LINEAR, .flops_token = 4 * hq * d * d,
-                                    .state_bytes = hq * d * d * x->K,
-                                    .io_token = (2 * hq + 2 * hkv) * d * x->A, .head_dim = d };
+    memset(r, 0, sizeof *r);
+    double mm, conv, pair, tok, h = m->hidden;
+    kind_params(m, kind, &mm);
+    kind_state_elems(m, kind, &conv);
+    kind_core_flops(m, kind, &pair, &tok);
+    switch (kind) {
+    case MIXER_LIGHTNING: r->gated_norm = true; /* fall through */
+    case MIXER_LINEAR:
+        r->out = (double)m->heads * m->head_dim, r->head_dim = m->head_dim;
+        break;
+    case MIXER_GATED_DELTANET:
+        r->out = (double)m->lin.v_heads * m->lin.v_dim, r->conv_k = m->lin.conv;
+        r->head_dim = m->lin.k_dim, r->gated_norm = true;
+        break;
+    case MIXER_KDA:
+        r->out = (double)m->lin.k_heads * m->lin.k_dim, r->conv_k = m->lin.conv;
+        r->head_dim = m->lin.k_dim, r->gated_norm = true;
+        break;
+    case MIXER_MAMBA2: r->gated_norm = true; /* fall through */
+    case MIXER_MAMBA:
+        r->out = m->ssm.inner, r->conv_k = m->ssm.conv;
+        r->head_dim = kind == MIXER_MAMBA2 && m->ssm.head_dim ? m->ssm.head_dim : 64;
+        break;
+    default: break;
+    }
+    r->in = (mm - r->out * h) / h;
+    r->conv_dim = r->conv_k > 1 ? conv / (r->conv_k - 1) : 0;
+    r->scan_flops = tok - 2 * r->conv_dim * r->conv_k;
+    if (r->scan_flops < 0) r->scan_flops = 0;
 }
 
-static void mixer_linear(struct kb *x, const struct kernel_batch *bt, int which)
+static void shape_recurrent(const struct kb *x, const struct layer *L, struct kernel_attention *a)
+{
+    struct recurrent r;
+    recurrent_dims(x->m, L->mixer, &r);
+    double conv;
+    double state = kind_state_elems(x->m, L->mixer, &conv);
+    *a = (struct kernel_attention){ .kind = KATTN_LINEAR, .flops_token = r.scan_flops / x->t,
+                                    .state_bytes = state * x->K / x->t,
+                                    .io_token = (r.in + r.out) * x->A / x->t,
+                                    .head_dim = r.head_dim };
+}
+
+static void mixer_recurrent(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
+                            int which)
 {
     const struct model *m = x->m;
-    double h = m->hidden, d = m->head_dim, hq = q_heads(x), hkv = kv_heads(x);
+    double h = m->hidden, t = x->t;
+    struct recurrent r;
+    recurrent_dims(m, L->mixer, &r);
     if (which & KSERVE_TOKENS) {
-        linear(x, KPART_IN, "qkv", x->T, (hq + 2 * hkv) * d, h, 1, KROLE_DENSE);
+        linear(x, KPART_IN, "in_proj", x->T, r.in / t, h, 1, KROLE_DENSE);
+        if (r.conv_dim > 0) pointwise(x, KPART_MID, "short_conv", r.conv_dim / t, 2, 3);
         if (x->train) {
-            double io = x->T * (2 * hq + 2 * hkv) * d * x->A;
-            struct kernel *k = push(x, KERNEL_SCAN, KPASS_F, KPART_MID, "linear_attention");
-            k->flops = 4 * x->T * hq * d * d, k->bytes = io, k->seq = x->s, k->head_dim = d;
-            k = push(x, KERNEL_SCAN, KPASS_B, KPART_MID, "linear_attention");
-            k->flops = 8 * x->T * hq * d * d, k->bytes = 2 * io, k->seq = x->s, k->head_dim = d;
+            double io = x->T * (r.in + r.out) / t * x->A;
+            struct kernel *k = push(x, KERNEL_SCAN, KPASS_F, KPART_MID, "recurrent_scan");
+            k->flops = r.scan_flops * x->T / t, k->bytes = io, k->seq = x->s;
+            k->head_dim = r.head_dim;
+            k = push(x, KERNEL_SCAN, KPASS_B, KPART_MID, "recurrent_scan");
+            k->flops = 2 * r.scan_flops * x->T / t, k->bytes = 2 * io, k->seq = x->s;
+            k->head_dim = r.head_dim;
         }
-        linear(x, KPART_OUT, "attn_out", x->T, h, hq * d, 1, KROLE_DENSE);
+        if (r.gated_norm) pointwise(x, KPART_MID, "gated_norm", r.out / t, 3, 6);
+        linear(x, KPART_OUT, "out_proj", x->T, h, r.out / t, 1, KROLE_DENSE);
     }
     if (!x->train && (which & KSERVE_ATTENTION)) {
         struct kernel_attention a;
-        shape_linear(x, &a);
+        shape_recurrent(x, L, &a);
         attention_serve(x, bt, &a);
     }
 }
 
-/* One row per token-mixer kind: its kernels (training, and serving's
- * token-count part) and the shape of its serving attention. */
-struct mixer_kind {
-    void (*kernels)(struct kb *, const struct kernel_batch *, int);
-    void (*shape)(const struct kb *, struct kernel_attention *);
+/* One row per token-mixer kind (enum mixer_kind): its kernels (training,
+ * and serving's token-count part with its batch part) and the shape of its
+ * serving attention. MIXER_NONE has no row: the layer has no mixer block. */
+struct mixer_row {
+    void (*kernels)(struct kb *, const struct layer *, const struct kernel_batch *, int);
+    void (*shape)(const struct kb *, const struct layer *, struct kernel_attention *);
 };
-static const struct mixer_kind mixers[] = {
-    [ATTN_FULL] = { mixer_full, shape_full },
-    [ATTN_LINEAR] = { mixer_linear, shape_linear },
-    [ATTN_MLA] = { mixer_mla, shape_mla },
+static const struct mixer_row mixers[N_MIXER_KINDS] = {
+    [MIXER_ATTENTION] = { mixer_full, shape_full },
+    [MIXER_SLIDING] = { mixer_full, shape_full },
+    [MIXER_CHUNKED] = { mixer_full, shape_full },
+    [MIXER_MLA] = { mixer_mla, shape_mla },
+    [MIXER_LINEAR] = { mixer_recurrent, shape_recurrent },
+    [MIXER_GATED_DELTANET] = { mixer_recurrent, shape_recurrent },
+    [MIXER_KDA] = { mixer_recurrent, shape_recurrent },
+    [MIXER_LIGHTNING] = { mixer_recurrent, shape_recurrent },
+    [MIXER_MAMBA] = { mixer_recurrent, shape_recurrent },
+    [MIXER_MAMBA2] = { mixer_recurrent, shape_recurrent },
 };
 
 /* ------------------------------------------------------------------ */
@@ -439,6 +571,9 @@ static void mlp_moe(struct kb *x)
     if (m->shared_intermediate)
         mlp_dense(x, T, m->shared_intermediate / t, 1, KROLE_DENSE, "shared_up",
                   m->gated_mlp ? "swiglu" : "bias_gelu", "shared_down");
+    /* Qwen's sigmoid gate on the shared expert: h → 1, replicated. */
+    if (m->shared_intermediate && m->family && m->family->shared_gate)
+        linear(x, KPART_IN, "shared_gate", T, 1, h, 1, KROLE_DENSE);
     if (x->p->ep > 1) return;   /* experts.c prices the routed experts per rank */
     double hit = E, per = T * k / E;
     if (!x->train) {
@@ -471,17 +606,12 @@ static void embedding(struct kb *x)
             (double)m->max_positions * h * (2 * A + 2 * G) + 3 * T * h * A);
 }
 
-static void lm_head(struct kb *x, const struct kernel_batch *bt)
+/* The final norm, the vocabulary-parallel head and the loss in fp32. */
+static void head_pass(struct kb *x)
 {
     const struct model *m = x->m;
     double h = m->hidden, Vt = m->vocab / x->t;
     x->block = KBLOCK_MIXER;
-    if (!x->train) {
-        norm(x, KPART_PRE, "final_norm", bt->tokens, h);
-        linear(x, KPART_IN, "lm_head", bt->emits, m->vocab, h, 1, KROLE_DENSE);
-        mem(x, KPASS_F, KPART_MID, "sampling", SAMPLING_PASSES * bt->emits * m->vocab * 4);
-        return;
-    }
     norm(x, KPART_PRE, "final_norm", x->Tr, h);
     linear(x, KPART_IN, "lm_head", x->T, Vt, h, 1, KROLE_DENSE);
     mem(x, KPASS_F, KPART_MID, "cross_entropy", CE_FWD_BYTES * x->T * Vt);
@@ -489,23 +619,60 @@ static void lm_head(struct kb *x, const struct kernel_batch *bt)
 }
 
 static void decoder(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
+                    int which);
+
+static void lm_head(struct kb *x, const struct kernel_batch *bt)
+{
+    const struct model *m = x->m;
+    double h = m->hidden;
+    x->block = KBLOCK_MIXER;
+    if (!x->train) {
+        norm(x, KPART_PRE, "final_norm", bt->tokens, h);
+        linear(x, KPART_IN, "lm_head", bt->emits, m->vocab, h, 1, KROLE_DENSE);
+        mem(x, KPASS_F, KPART_MID, "sampling", SAMPLING_PASSES * bt->emits * m->vocab * 4);
+        return;
+    }
+    head_pass(x);
+    if (!x->p->mtp) return;
+    /* DeepSeek's MTP modules train on the last stage (model_cost.c's
+     * cost_params.mtp): each normalises the main model's hidden state and
+     * the next token's embedding (enorm, hnorm), projects their
+     * concatenation (eh_proj, 2h → h), runs its decoder block and the
+     * shared head once more. Their routed experts are priced here as local
+     * ones (experts.c routes the main decoders only); the block's TP
+     * collectives are not laid out (the LM head layer has none inside). */
+    struct kernel_params local = *x->p;
+    local.ep = 1;
+    const struct kernel_params *main = x->p;
+    for (int i = 0; i < m->mtp_modules; i++) {
+        x->block = KBLOCK_MIXER;
+        norm(x, KPART_PRE, "mtp_norms", x->Tr, 2 * h);
+        linear(x, KPART_IN, "mtp_eh_proj", x->T, h / x->t, 2 * h, 1, KROLE_DENSE);
+        x->p = &local;
+        decoder(x, &m->mtp, NULL, KSERVE_TOKENS);
+        x->p = main;
+        head_pass(x);
+    }
+}
+
+static void decoder(struct kb *x, const struct layer *L, const struct kernel_batch *bt,
                     int which)
 {
     const struct model *m = x->m;
     double h = m->hidden;
-    bool bias = x->gpt2;
-    x->block = KBLOCK_MIXER;
-    assert(L->attn >= 0 && (size_t)L->attn < sizeof mixers / sizeof mixers[0] &&
-           mixers[L->attn].kernels);
-    if (which & KSERVE_TOKENS) norm(x, KPART_PRE, "norm", x->Tr, h);
-    mixers[L->attn].kernels(x, bt, which);
-    if (which & KSERVE_TOKENS) residual(x, bias ? (int)h : 0);
-    if (!(which & KSERVE_TOKENS)) return;
+    if (L->mixer != MIXER_NONE) {
+        assert(L->mixer >= 0 && L->mixer < N_MIXER_KINDS && mixers[L->mixer].kernels);
+        x->block = KBLOCK_MIXER;
+        if (which & KSERVE_TOKENS) norm(x, KPART_PRE, "norm", x->Tr, h);
+        mixers[L->mixer].kernels(x, L, bt, which);
+        if (which & KSERVE_TOKENS) residual(x, (m->bias & BIAS_O) ? (int)h : 0);
+    }
+    if (!(which & KSERVE_TOKENS) || L->mlp == MLP_NONE) return;
     x->block = KBLOCK_MLP;
     norm(x, KPART_PRE, "norm", x->Tr, h);
-    if (L->moe) mlp_moe(x);
+    if (L->mlp == MLP_MOE) mlp_moe(x);
     else mlp(x);
-    residual(x, bias ? (int)h : 0);
+    residual(x, (m->bias & BIAS_MLP) ? (int)h : 0);
 }
 
 static void setup(struct kb *x, const struct model *m, const struct kernel_params *p,
@@ -523,8 +690,6 @@ static void setup(struct kb *x, const struct model *m, const struct kernel_param
     x->Ab = fp8 ? 1 : x->A;
     x->G = (p->grad_bits ? p->grad_bits : 32) / 8.0;
     x->K = (p->kv_bits ? p->kv_bits : 16) / 8.0;
-    x->gpt2 = is_gpt2(m);
-    x->qkv_bias = has_qkv_bias(m);
 }
 
 void kernels_train_layer(const struct model *m, int layer, const struct kernel_params *p,
@@ -585,7 +750,8 @@ void kernels_serve_attention_shape(const struct model *m, int layer,
     if (L->kind != LAYER_DECODER) return;
     struct kb x;
     setup(&x, m, p, NULL, false);
-    mixers[L->attn].shape(&x, a);
+    if (L->mixer == MIXER_NONE) return;
+    mixers[L->mixer].shape(&x, L, a);
 }
 
 mp_time layer_price_block(const struct layer_price *lp, enum kernel_pass pass,

@@ -87,6 +87,7 @@ struct kernel_params {
     bool flash;                 /* FlashAttention; else unfused attention */
     bool dropout;               /* dropout on attention probabilities and hidden states */
     int ep;                     /* > 1: routed experts left to experts.c */
+    bool mtp;                   /* training: the LM head also runs the MTP modules */
 };
 
 /* Append every kernel of one microbatch of model->layer[layer] (F, B and W)
@@ -109,7 +110,22 @@ struct kernel_batch {
     double prefill_tokens;  /* prompt tokens in the pass */
     double prefill_pairs;   /* Σ over prompt chunks of (query, key) pairs, causal */
     double prefill_items;   /* prompt chunks */
+    /* The same two sums within the model's attention window (sliding or
+     * chunked layers: kernel_window_of), by kernel_batch_add. */
+    double decode_ctx_win, prefill_pairs_win;
 };
+
+/* The model's windowed attention: the mixer kind (MIXER_SLIDING or
+ * MIXER_CHUNKED; 0 when none) and its window in tokens (a model has one). */
+struct kernel_window { int mixer; double w; };
+void kernel_window_of(const struct model *m, struct kernel_window *w);
+
+/* Add one request's part of a pass to `b`: `tokens` tokens after `past`
+ * cached ones, decoding (each reads past + itself) or a prompt chunk
+ * (causal), sampling a token at the end or not; the windowed sums under
+ * `w` (may be NULL). */
+void kernel_batch_add(struct kernel_batch *b, double tokens, double past, bool decode,
+                      bool emits, const struct kernel_window *w);
 
 /* Which serving kernels to emit: those that depend on the token count only
  * (GEMMs, norms, activations, LM head: a pass with the same tokens and
@@ -132,6 +148,8 @@ struct kernel_attention {
     double kv_token, flops_decode, flops_prefill, q_bytes;  /* softmax attention */
     double flops_token, state_bytes, io_token;              /* linear attention */
     double head_dim;
+    bool windowed;          /* reads the batch's windowed sums */
+    double window;
 };
 void kernels_serve_attention_shape(const struct model *m, int layer,
                                    const struct kernel_params *p, struct kernel_attention *a);

@@ -550,6 +550,133 @@ START_TEST(recompute_reruns_the_right_kernels)
 }
 END_TEST
 
+/* Every layer kind of every shipped model (the JSON files of models/: attention, GQA
+ * with an output gate, sliding and chunked windows, MLA, Gated DeltaNet,
+ * KDA, lightning, Mamba-1 and -2, MLP-only and mixer-only layers, dense and
+ * MoE MLPs) has its kernel list, and at t = 1 its forward GEMMs do
+ * 2·T·matmul_params FLOPs, the count models/layer_kinds.c gives the layer
+ * (under FlashAttention the core is no GEMM; MoE with even routing: T·k/E
+ * tokens through each of the E experts). */
+START_TEST(every_layer_kind_has_its_kernels)
+{
+    static const char *const models[] = {
+        "deepseek-v3", "gemma3-27b", "gpt-oss-120b", "gpt3-175b", "jamba-v0.1", "kimi-k2",
+        "kimi-k3", "llama3-8b", "minimax-text-01", "mistral-7b", "mixtral-8x7b",
+        "nemotron-h-8b", "qwen2.5-1.5b-instruct", "qwen3-235b-a22b", "qwen3-8b",
+        "qwen3-next-80b-a3b",
+    };
+    struct kernel_params kp = { .seq_len = 1024, .micro_batch = 2, .tp = 1, .compute_bits = 16,
+                                .grad_bits = 32, .flash = true, .ep = 1 };
+    bool seen[N_MIXER_KINDS] = { false }, mlp_none = false;
+    struct kernel_list kl;
+    kernel_list_init(&kl);
+    for (size_t i = 0; i < sizeof models / sizeof models[0]; i++) {
+        char path[256];
+        snprintf(path, sizeof path, "models/%s.json", models[i]);
+        struct model m;
+        ck_assert_msg(model_load(&m, mp_test_path(path), &err) == MP_OK, "%s", err.msg);
+        for (int l = 0; l < m.n_layers; l++) {
+            const struct layer *L = &m.layer[l];
+            kernel_list_clear(&kl);
+            kernels_train_layer(&m, l, &kp, &kl);
+            double gemm = 0, core = 0;
+            for (int k = 0; k < kl.n; k++) {
+                const struct kernel *x = &kl.k[k];
+                if (x->pass == KPASS_F && x->kind == KERNEL_GEMM)
+                    gemm += 2 * x->m * x->n * x->k * x->batch;
+                if (x->pass == KPASS_F && x->kind != KERNEL_GEMM && x->kind != KERNEL_MEMORY)
+                    core += x->flops;
+            }
+            double T = 1024.0 * 2;
+            if (L->kind == LAYER_EMBEDDING) {
+                ck_assert(gemm == 0 && kl.n > 0);
+                continue;
+            }
+            ck_assert_msg(fabs(gemm / (2 * T * L->matmul_params) - 1) < 1e-9,
+                          "%s layer %d (%s): GEMMs %.6g, matmul %.6g", models[i], l,
+                          mixer_info(L->mixer)->name, gemm, 2 * T * L->matmul_params);
+            if (L->kind != LAYER_DECODER) continue;
+            seen[L->mixer] = true;
+            mlp_none |= L->mlp == MLP_NONE;
+            /* The core: FlashAttention's causal half of the pairs the kind
+             * attends, or the recurrent scan's FLOPs less its convolution. */
+            double pair, tok;
+            layer_core_flops(&m, L, &pair, &tok);
+            if (pair > 0)
+                ck_assert_double_eq_tol(core, kp.micro_batch * attn_pairs(L->mixer, L->window,
+                                                                          kp.seq_len) * pair / 2,
+                                        1e-6 * core);
+            else if (L->mixer != MIXER_NONE)
+                ck_assert(core > 0 && core <= tok * T);
+            else
+                ck_assert(core == 0);
+        }
+        model_release(&m);
+    }
+    /* No shipped model is chunked (Llama 4; its row is the sliding one's
+     * function, its window sums windowed_attention_reads_its_window's) or
+     * KDA (Kimi-Linear; the recurrent row of the others). */
+    for (int k = 0; k < N_MIXER_KINDS; k++)
+        if (k != MIXER_CHUNKED && k != MIXER_KDA)
+            ck_assert_msg(seen[k], "no shipped model has mixer %s", mixer_info(k)->name);
+    ck_assert(mlp_none);
+    kernel_list_release(&kl);
+}
+END_TEST
+
+/* Serving a sliding-window layer: a decode member 8,000 tokens in reads
+ * the last w = 1,024 of its cache, a prompt chunk of 2,048 tokens from the
+ * start attends Σ_p min(p, w) = w(w+1)/2 + (2048 − w)·w = 1,573,376 pairs
+ * (full attention: 2048·2049/2 = 2,098,176); chunked windows restart at
+ * each multiple of w: 2 · w(w+1)/2 = 1,049,600. */
+START_TEST(windowed_attention_reads_its_window)
+{
+    struct kernel_window sl = { MIXER_SLIDING, 1024 }, ch = { MIXER_CHUNKED, 1024 };
+    struct kernel_batch b = { 0 };
+    kernel_batch_add(&b, 1, 7999, true, true, &sl);
+    ck_assert_double_eq(b.decode_ctx, 8000);
+    ck_assert_double_eq(b.decode_ctx_win, 1024);
+    kernel_batch_add(&b, 2048, 0, false, true, &sl);
+    ck_assert_double_eq(b.prefill_pairs, 2098176);
+    ck_assert_double_eq(b.prefill_pairs_win, 1573376);
+    struct kernel_batch c = { 0 };
+    kernel_batch_add(&c, 2048, 0, false, true, &ch);
+    ck_assert_double_eq(c.prefill_pairs_win, 1049600);
+    /* Chunk by chunk the same: 1,000 then 1,048 tokens. */
+    struct kernel_batch d = { 0 };
+    kernel_batch_add(&d, 1000, 0, false, false, &sl);
+    kernel_batch_add(&d, 1048, 1000, false, true, &sl);
+    ck_assert_double_eq(d.prefill_pairs_win, 1573376);
+    /* The gemma3 sliding layer's decode kernel reads 1,025 tokens of K/V
+     * (the window and its own), the global layer's 8,001. */
+    struct model m;
+    ck_assert_msg(model_load(&m, mp_test_path("models/gemma3-27b.json"), &err) == MP_OK, "%s",
+                  err.msg);
+    struct kernel_window w;
+    kernel_window_of(&m, &w);
+    ck_assert_int_eq(w.mixer, MIXER_SLIDING);
+    struct kernel_params kp = { .seq_len = 1, .micro_batch = 1, .tp = 1, .flash = true, .ep = 1 };
+    struct kernel_batch one = { 0 };
+    kernel_batch_add(&one, 1, 7999, true, true, &w);
+    int slide = -1, full = -1;
+    for (int l = 1; l < m.n_layers - 1; l++) {
+        if (m.layer[l].mixer == MIXER_SLIDING && slide < 0) slide = l;
+        if (m.layer[l].mixer == MIXER_ATTENTION && full < 0) full = l;
+    }
+    ck_assert(slide > 0 && full > 0);
+    struct kernel_attention a;
+    struct kernel k[2];
+    kernels_serve_attention_shape(&m, slide, &kp, &a);
+    ck_assert_int_eq(kernels_serve_attention(&a, &one, k), 1);
+    double per = a.kv_token;
+    ck_assert_double_eq_tol(k[0].bytes, (w.w + 1) * per + 2 * a.q_bytes, 1e-6 * k[0].bytes);
+    kernels_serve_attention_shape(&m, full, &kp, &a);
+    ck_assert_int_eq(kernels_serve_attention(&a, &one, k), 1);
+    ck_assert_double_eq_tol(k[0].bytes, 8001 * per + 2 * a.q_bytes, 1e-6 * k[0].bytes);
+    model_release(&m);
+}
+END_TEST
+
 /* A chip without rows of its own takes the generic rows, with its
  * catalogue compute_eff and mem_eff (and says so: calib.generic). */
 START_TEST(chip_without_rows_falls_back_to_generic)
@@ -626,6 +753,8 @@ static Suite *kernels_suite(void)
     tcase_add_test(t, decode_step_7b_on_a100);
     tcase_add_test(t, mixed_step_costs_decode_attention_plus_prompt_gemms);
     tcase_add_test(t, recompute_reruns_the_right_kernels);
+    tcase_add_test(t, every_layer_kind_has_its_kernels);
+    tcase_add_test(t, windowed_attention_reads_its_window);
     tcase_add_test(t, chip_without_rows_falls_back_to_generic);
     tcase_add_test(t, bad_tables_name_file_line_column);
     suite_add_tcase(s, t);

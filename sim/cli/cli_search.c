@@ -66,7 +66,10 @@ int cli_search(int argc, char **argv)
                 return cli_usage_error("search: --tokens: expected a token count such as 1T, "
                                        "got '%s'", v);
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("search: unknown option '%s' (see mpsim search --help)", a);
+            return cli_unknown_option("search", a, (const char *const[]){ "--chips", "--top",
+                                      "--jobs", "--max-micro-batch", "--max-vpp", "--metric",
+                                      "--schedules", "--set", "--tokens", "--out", "--quiet",
+                                      "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("search: one scenario at a time (extra argument '%s')", a);
         } else {

@@ -16,6 +16,7 @@
 #include "models/model.h"
 #include "sim/strategy/schedule.h"
 #include "sim/train/sim.h"
+#include "progress.h"
 #include "sweep.h"
 #include "hardware/system.h"
 
@@ -93,12 +94,10 @@ static double memory_bound(const struct model *m, const struct config *cfg)
 
 int search_memory_bound(const struct config *cfg, double *bytes, struct mp_error *err)
 {
-    char path[1024];
     struct model m;
     *bytes = 0;
     if (cfg->model.kind != MODEL_TRANSFORMER) return MP_OK;
-    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, cfg, err);
     if (rc) return rc;
     *bytes = memory_bound(&m, cfg);
     model_release(&m);
@@ -229,8 +228,9 @@ struct pool {
     pthread_mutex_t mu;
     int next, done;
     FILE *progress;
+    bool tty;             /* progress is a terminal: a bar (progress.h) */
     int decile;
-    double t0;
+    double t0, last_draw;
 };
 
 static void fill_hit(struct search_hit *h, const struct cand *c, const struct sim *s, int rc,
@@ -344,7 +344,18 @@ static void *search_worker(void *arg)
         pthread_mutex_lock(&p->mu);
         p->done = end;
         int dec = (int)(10LL * p->done / p->in->n);
-        if (p->progress && dec > p->decile) {
+        if (p->progress && p->tty) {
+            /* A terminal: a bar that fits it, redrawn at most 10 times a second. */
+            double now = mp_wall_seconds(), el = now - p->t0;
+            if (now - p->last_draw >= 0.1 || p->done == p->in->n) {
+                char text[160];
+                p->last_draw = now;
+                snprintf(text, sizeof text, "search %d/%d simulated, %.0f/s", p->done, p->in->n,
+                         el > 0 ? p->done / el : 0);
+                progress_bar(p->progress, progress_width(p->progress), p->done, p->in->n, text,
+                             p->done == p->in->n);
+            }
+        } else if (p->progress && dec > p->decile) {
             p->decile = dec;
             double el = mp_wall_seconds() - p->t0;
             fprintf(p->progress, "search: %3d%%  %d/%d simulated, %.0f/s\n", dec * 10, p->done,
@@ -408,8 +419,7 @@ int search_run(const struct config *base, const struct search_options *opt,
             return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out,
                            partial, strerror(errno));
     }
-    int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, base, err);
     if (rc) goto fail_out;
     if ((rc = chip_catalog_load_default(&cat, err))) {
         model_release(&m);
@@ -436,6 +446,7 @@ int search_run(const struct config *base, const struct search_options *opt,
     model_release(&m);
 
     struct pool p = { .in = &cands, .opt = opt, .metric = metric, .progress = opt->progress,
+                      .tty = opt->progress && isatty(fileno(opt->progress)),
                       .t0 = t0 };
     p.hit = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.hit);
     if (opt->out) p.row = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.row);

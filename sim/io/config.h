@@ -51,6 +51,9 @@ struct config {
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
         int compute_bits;        /* GEMM precision: 16, or 8 (FP8 GEMMs) */
+        /* issue 15: the architecture row (models/arch_table.c) to read the
+         * config by, whatever its model_type says; "auto" = by model_type. */
+        char family[64];
     } model;
 
     /* A model given by its times alone, so textbook cases run exactly.
@@ -142,7 +145,21 @@ struct config {
     /* Keys given by the scenario or --set (bit i: config_keys[i]), so a
      * recipe (training.recipe) fills only the keys nobody gave. */
     uint64_t key_given[4];
+    /* [device_map]: Accelerate's device_map="auto" (sim/serve/device_map.h,
+     * sim/serve/accel.h). With a policy, `mpsim run` generates the way
+     * Accelerate runs the placed model, beside a real pipeline. */
+    struct {
+        int policy;         /* enum config_devmap_policy */
+        char max_memory[CONFIG_STR]; /* "0=10GiB,cpu=64GiB"; "auto" = Accelerate's defaults */
+        int quantization;   /* enum config_devmap_quant */
+    } device_map;
 };
+
+/* [device_map] choices, in the key table's order. */
+enum config_devmap_policy { DEVMAP_NONE, DEVMAP_AUTO, DEVMAP_BALANCED, DEVMAP_BALANCED_LOW_0,
+                            DEVMAP_SEQUENTIAL };
+enum config_devmap_quant { DEVMAP_QUANT_AUTO, DEVMAP_QUANT_NONE, DEVMAP_QUANT_BNB_8BIT,
+                           DEVMAP_QUANT_BNB_4BIT, DEVMAP_QUANT_FP8 };
 
 enum config_type {
     CONFIG_INT,      /* int, decimal */

@@ -68,7 +68,7 @@ static void schedule(struct serve *s, mp_time t, int kind, int id)
 static double request_need(const struct serve *s, const struct serve_request *r, int st)
 {
     const struct plan_stage *p = &s->pr.plan.stage[st];
-    return (double)(r->prompt + r->output) * p->kv_per_token + p->state_per_request;
+    return plan_stage_request_bytes(p, (double)r->prompt + r->output);
 }
 
 static void kv_log(struct serve *s, mp_time t)
@@ -149,24 +149,16 @@ static void form(struct serve *s, int k)
         s->res.admitted++;
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
-    sl->tokens = T;
-    sl->items = sl->emits = 0;
-    sl->decode = sl->decode_ctx = sl->prefill_tokens = sl->prefill_pairs = sl->prefill_items = 0;
+    memset(&sl->b, 0, sizeof sl->b);
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
-        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0), c = r->chunk;
-        if (r->prefilled == r->prompt) {       /* decode: reads past + its own token */
-            sl->decode += c;
-            sl->decode_ctx += c * (past + 1);
-        } else {                               /* a prompt chunk, causal */
-            sl->prefill_tokens += c;
-            sl->prefill_pairs += c * past + c * (c + 1) / 2;
-            sl->prefill_items++;
-        }
-        sl->items++;
-        sl->emits += r->prefilled == r->prompt || r->prefilled + r->chunk == r->prompt;
+        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
+        bool decode = r->prefilled == r->prompt;
+        serve_batch_add(s, &sl->b, r->chunk, past, decode,
+                        decode || r->prefilled + r->chunk == r->prompt);
     }
+    sl->b.tokens = T;
 }
 
 static void start_stage(struct serve *s, int st, mp_time now)
@@ -217,7 +209,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
         s->req[mem[i]].admitted = now;
     if (s->res.admitted != before) kv_log(s, now);
     bool was = s->slot[k].active;
-    s->slot[k].active = s->slot[k].tokens > 0;
+    s->slot[k].active = s->slot[k].b.tokens > 0;
     s->n_idle += (int)was - (int)s->slot[k].active;
     if (s->fast) {
         /* Its event, if any, was taken off when it was handled. */
@@ -312,16 +304,16 @@ static void handle(void *ctx, const struct eventq_event *ev)
             mp_time start = now;
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
-            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].tokens) - s->hop[st];
+            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].b.tokens) - s->hop[st];
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = st + 1;
             schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
             if (s->rec && s->stages > 1)
                 record_hop(s, start, start + ser + s->hop[st], st, id,
-                           serve_hop_bytes(s, st, s->slot[id].tokens));
+                           serve_hop_bytes(s, st, s->slot[id].b.tokens));
         } else {
-            int emits = (int)s->slot[id].emits;
+            int emits = (int)s->slot[id].b.emits;
             serve_emit(s, id, now);
             schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
             if (s->rec && s->stages > 1)

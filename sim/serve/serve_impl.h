@@ -7,6 +7,7 @@
 #define MPSIM_SERVE_IMPL_H
 
 #include "serve.h"
+#include "models/kernels.h"
 
 /* Small counts (emitted tokens of a pass) the fast loop tabulates. */
 #define POW_TAB 64
@@ -15,7 +16,9 @@
 struct serve_layer {
     int layer;               /* index in the model */
     int kind, attn;          /* enum layer_kind, enum attn_kind */
+    int mixer, mlp;          /* enum mixer_kind, enum mlp_kind */
     bool moe;
+    int window;              /* sliding / chunked attention: tokens (0: none) */
     double params, matmul_params, expert_params;
 };
 
@@ -23,11 +26,10 @@ struct serve_slot {
     int n;                   /* members */
     int stage;               /* where the slot is (or goes) */
     bool active;             /* in the pipeline; false = idle at stage 0 */
-    double tokens, items, emits; /* this pass, for pricing */
-    /* Who carries what (models/kernels.h struct kernel_batch): decode
-     * members and the KV lengths they read; prompt chunks, their tokens and
-     * (query, key) pairs. */
-    double decode, decode_ctx, prefill_tokens, prefill_pairs, prefill_items;
+    /* This pass, for pricing (models/kernels.h): tokens, items, emits,
+     * decode members and the KV lengths they read, prompt chunks, their
+     * tokens and (query, key) pairs. */
+    struct kernel_batch b;
 };
 
 enum { EV_ARRIVAL, EV_STAGE_DONE, EV_HOP_DONE, EV_RETURN, EV_HORIZON };
@@ -48,6 +50,14 @@ int serve_trace_requests(struct serve *s, struct mp_error *err);
  * without an FP8 peak. */
 int serve_price_layers(struct serve *s, struct mp_error *err);
 mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl);
+/* A pass of batch `b` on a stage; serve_batch_add puts one request's part
+ * of a pass in `b` (serve_stage_time's, under the model's window). */
+mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b);
+void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
+                     bool decode, bool emits);
+/* Price as model.generate() runs: kernels launched one by one (no CUDA
+ * graphs), no serving scheduler's host step (sim/serve/accel_gen.c). */
+void serve_price_eager(struct serve *s);
 void serve_price_release(struct serve *s);
 /* One line for the summary: which calibration rows priced the kernels. */
 void serve_price_describe(const struct serve *s, char *buf, size_t size);

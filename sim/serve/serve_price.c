@@ -26,6 +26,7 @@ struct serve_pricer {
     struct serve_memo *memo;    /* [stages × SERVE_MEMO] */
     bool *attention;            /* [stages]: has layers whose time depends on who is in it */
     struct kernel_attention *shape; /* [s->layers]: each layer's serving attention */
+    struct kernel_window win;   /* the model's attention window */
 };
 
 int serve_price_layers(struct serve *s, struct mp_error *err)
@@ -44,9 +45,9 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
         for (int l = pl->stage[st].first; l <= pl->stage[st].last; l++) {
             const struct layer *L = &m->layer[l];
             s->layers[n++] = (struct serve_layer){
-                .layer = l, .kind = L->kind, .attn = L->attn, .moe = L->moe,
-                .params = L->params, .matmul_params = L->matmul_params,
-                .expert_params = L->expert_params,
+                .layer = l, .kind = L->kind, .attn = L->attn, .mixer = L->mixer, .mlp = L->mlp,
+                .moe = L->moe, .window = L->window, .params = L->params,
+                .matmul_params = L->matmul_params, .expert_params = L->expert_params,
             };
             if (L->kind == LAYER_DECODER) p->attention[st] = true;
         }
@@ -65,6 +66,7 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
         .activation_bits = c->model.activation_bits, .kv_bits = c->model.kv_bits,
         .compute_bits = c->model.compute_bits, .flash = true, .ep = 1,
     };
+    kernel_window_of(m, &p->win);
     p->shape = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->shape);
     for (int i = 0; i < n; i++)
         kernels_serve_attention_shape(m, s->layers[i].layer, &p->kp, &p->shape[i]);
@@ -119,7 +121,19 @@ static double stage_kernels(const struct serve *s, int stage, const struct kerne
     return t;
 }
 
-static mp_time pass_time(const struct serve *s, int stage, const struct kernel_batch *b)
+void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
+                     bool decode, bool emits)
+{
+    kernel_batch_add(b, tokens, past, decode, emits, &s->pricer->win);
+}
+
+void serve_price_eager(struct serve *s)
+{
+    s->pricer->calib.graphs = false;
+    s->pricer->calib.host_s = 0;
+}
+
+mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b)
 {
     struct serve_pricer *p = s->pricer;
     /* Token and emit counts are whole numbers below the token budget. */
@@ -151,34 +165,16 @@ static mp_time pass_time(const struct serve *s, int stage, const struct kernel_b
 
 mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl)
 {
-    struct kernel_batch b = {
-        .tokens = sl->tokens, .emits = sl->emits, .items = sl->items, .decode = sl->decode,
-        .decode_ctx = sl->decode_ctx, .prefill_tokens = sl->prefill_tokens,
-        .prefill_pairs = sl->prefill_pairs, .prefill_items = sl->prefill_items,
-    };
-    return pass_time(s, stage, &b);
+    return serve_batch_time(s, stage, &sl->b);
 }
 
 mp_time serve_stage_time(const struct serve *s, int stage, const struct serve_item *items,
                          int n)
 {
     struct kernel_batch b = { 0 };
-    for (int i = 0; i < n; i++) {
-        double c = items[i].tokens, past = items[i].past;
-        if (c <= 0) continue;
-        b.tokens += c;
-        b.items++;
-        b.emits += items[i].emits;
-        if (items[i].decode) {
-            b.decode += c;
-            b.decode_ctx += c * (past + 1);
-        } else {
-            b.prefill_tokens += c;
-            b.prefill_pairs += c * past + c * (c + 1) / 2;
-            b.prefill_items++;
-        }
-    }
-    return pass_time(s, stage, &b);
+    for (int i = 0; i < n; i++)
+        serve_batch_add(s, &b, items[i].tokens, items[i].past, items[i].decode, items[i].emits);
+    return serve_batch_time(s, stage, &b);
 }
 
 double serve_hop_bytes(const struct serve *s, int stage, double tokens)

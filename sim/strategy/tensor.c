@@ -246,8 +246,8 @@ static void megatron_forward(struct builder *b, int l, const struct layer_times 
         if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
         compute(b, t->f - pre, true, -1);
     } else {
-        forward_block(b, t, KBLOCK_MIXER, sp, overlap);
-        forward_block(b, t, KBLOCK_MLP, sp, overlap);
+        if (L->mixer != MIXER_NONE) forward_block(b, t, KBLOCK_MIXER, sp, overlap);
+        if (L->mlp != MLP_NONE) forward_block(b, t, KBLOCK_MLP, sp, overlap);
     }
 }
 
@@ -302,8 +302,11 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
     }
-    backward_block(b, t, KBLOCK_MLP, sp, with_w, overlap, -1);
-    backward_block(b, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
+    /* A layer of one block (Nemotron-H: a mixer or an MLP) has one pair of
+     * collectives; the last block's weight gradients complete the layer's. */
+    if (L->mlp != MLP_NONE)
+        backward_block(b, t, KBLOCK_MLP, sp, with_w, overlap, L->mixer == MIXER_NONE ? gl : -1);
+    if (L->mixer != MIXER_NONE) backward_block(b, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
 }
 
 /* A W-only pass (zero-bubble) of one decoder: with SP the stashed input of
@@ -317,11 +320,12 @@ static void weight_pass(struct builder *b, int l, const struct layer_times *t, b
         return;
     }
     for (int blk = KBLOCK_MLP; blk >= KBLOCK_MIXER; blk--) {
+        if (blk == KBLOCK_MLP ? L->mlp == MLP_NONE : L->mixer == MIXER_NONE) continue;
+        bool last = blk == KBLOCK_MIXER || L->mixer == MIXER_NONE;
         mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
         compute(b, w_out, false, -1);
         comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-        compute(b, layer_price_block(t->lp, KPASS_W, blk) - w_out, true,
-                blk == KBLOCK_MIXER ? gl : -1);
+        compute(b, layer_price_block(t->lp, KPASS_W, blk) - w_out, true, last ? gl : -1);
     }
 }
 

@@ -36,6 +36,7 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
         .activation_bits = cfg->model.activation_bits,
         .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
+        .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
 }
 
@@ -55,12 +56,15 @@ static void price_transformer(struct sim *s)
     price_layers(s);
     for (int st = 0; st < S; st++) {
         struct stage_cost *c = &s->stage_cost[st];
-        double f = 0, b = 0, w = 0;
+        double f = 0, b = 0, w = 0, rc = 0;
         for (int l = c->layer_first; l <= c->layer_last; l++) {
             const struct layer_price *lp = &s->price[l];
             f += (double)layer_price_pass(lp, KPASS_F);
             b += (double)layer_price_pass(lp, KPASS_B) + (double)lp->recompute;
             w += (double)layer_price_pass(lp, KPASS_W);
+            /* The re-run forward's share of the backward, for the step
+             * accounting (tensor.c lays the same parts out). */
+            rc += (double)lp->recompute;
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
             if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
@@ -81,6 +85,7 @@ static void price_transformer(struct sim *s)
         c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
         c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
         c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
+        c->t_rc = rc < (double)c->t_b ? (mp_time)rc : c->t_b;
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -279,6 +284,61 @@ static void fmt_ms(char *buf, size_t size, double ps)
     snprintf(buf, size, "%.4g ms", ps / 1e9);
 }
 
+/* GPipe's and 1F1B's closed form on the stages' real times. T_d is the
+ * time stage d spends on one microbatch of its own: compute, recompute and
+ * the collectives it waits for inside its passes (TP, CP, EP; the step
+ * accounting's parts, step_split.h), and h one stage-to-stage hand-off.
+ * The first microbatch fills the pipeline and the last drains it
+ * (Σ T_d + 2(p−1)h), the other m − 1 pass at the slowest stage's pace,
+ * and the stage that finishes last (stage 0) then does its step work
+ * (exposed DP, optimizer): that is the step. Each stage waits for the
+ * others what its own parts leave of it; the mean over stages is the
+ * predicted bubble. Uniform stages, h = 0 and no step work give
+ * (p−1)/(m+p−1) again; with hops alone (teach-bubbles, hop = 1 ms) it is
+ * exact. */
+static void real_stage_form(struct sim *s)
+{
+    struct sim_result *r = &s->res;
+    int P = r->stages;
+    double m = r->microbatches, sum = 0, most = 0, rest_mean = 0, h = 0;
+    if (P < 2 || m <= 0) return;
+    for (int d = 0; d < P; d++) {
+        const mp_time *x = r->stage[d].split.part;
+        double own = (double)(x[SPLIT_COMPUTE] + x[SPLIT_RECOMPUTE] + x[SPLIT_TP] + x[SPLIT_CP] +
+                              x[SPLIT_EP]);
+        sum += own / m;
+        if (own / m > most) most = own / m;
+        rest_mean += (double)(r->step_time - x[SPLIT_BUBBLE]) / P;
+    }
+    /* h: the mean stage-to-stage transfer. */
+    int sends = 0;
+    for (int i = 0; i < s->g.n_ops; i++)
+        if (s->g.ops[i].tag == TAG_SEND && s->g.ops[i].comm == COMM_PP) {
+            h += (double)(s->e.end[i] - s->e.start[i]);
+            sends++;
+        }
+    if (sends) h /= sends;
+    const mp_time *x0 = r->stage[0].split.part;
+    double tail = (double)(x0[SPLIT_DP] + x0[SPLIT_OPTIMIZER] + x0[SPLIT_OTHER]);
+    double step = sum + (m - 1) * most + 2 * (P - 1) * h + tail;
+    r->formula_real_bubble_s = (step - rest_mean) / 1e12;
+    if (r->formula_real_bubble_s < 0) r->formula_real_bubble_s = 0;
+    double sim_s = 0;
+    for (int d = 0; d < P; d++) sim_s += mp_seconds(r->stage[d].split.part[SPLIT_BUBBLE]) / P;
+    r->formula_real_simulated_s = sim_s;
+    r->has_formula_real = true;
+    char a[32], b[32], c[32], d[32], e[32], t[32];
+    units_format_duration((mp_time)llround(step), a, sizeof a);
+    units_format_duration((mp_time)llround(most), b, sizeof b);
+    units_format_duration((mp_time)llround(h), c, sizeof c);
+    units_format_duration((mp_time)llround(tail), t, sizeof t);
+    units_format_duration((mp_time)llround(r->formula_real_bubble_s * 1e12), d, sizeof d);
+    units_format_duration((mp_time)llround(sim_s * 1e12), e, sizeof e);
+    snprintf(r->formula_real_text, sizeof r->formula_real_text,
+             "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h + step work = %s "
+             "(max T %s, h %s, step work %s), bubble %s per stage, simulated %s", a, b, c, t, d, e);
+}
+
 /* Closed forms of cases.md §3, set beside the simulated figure each one
  * predicts. They assume uniform stages and free hand-offs; they are evaluated
  * with the mean stage times, and when a stage differs from the mean or a
@@ -309,6 +369,7 @@ static void textbook_formula(struct sim *s)
     const char *figure = "bubble";
     bool idle_form = false, needs_f_eq_b = false;
     if (!strcmp(name, "gpipe") || !strcmp(name, "1f1b")) {
+        real_stage_form(s);
         step = (m + p - 1) * t;
         pred = (p - 1) / (m + p - 1);
         snprintf(body, sizeof body, "(p-1)/(m+p-1) = %g/%g = %.4f", p - 1, m + p - 1, pred);
@@ -383,38 +444,13 @@ static void textbook_formula(struct sim *s)
                  hops ? (uneven ? "; hand-offs not counted" : "hand-offs not counted") : "",
                  needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
                               : "");
+    /* The real-stage form says something new only where the two part. */
+    if (!uneven && !hops) r->has_formula_real = false;
     r->has_formula = true;
     r->formula_step = (mp_time)llround(step);
     r->formula_bubble = pred;
     r->formula_simulated = sim;
     r->formula_figure = figure;
-}
-
-/* Time the ops of `kinds` (bit mask of enum comm_kind) on a chip's comm
- * stream run while `lane`'s compute stream is idle, per kind. Ops on one
- * stream never overlap each other and run in stream order, so one sweep
- * over the compute ops (also in order) does it. */
-static void exposed_on(const struct sim *s, int lane, int chip, unsigned kinds, mp_time *out)
-{
-    const struct taskgraph *g = &s->g;
-    const struct engine *e = &s->e;
-    int cs = lane * N_STREAMS + STREAM_COMPUTE, ks = chip * N_STREAMS + STREAM_COMM;
-    int c0 = g->stream_off[cs], c1 = g->stream_off[cs + 1];
-    int k = c0;
-    for (int i = g->stream_off[ks]; i < g->stream_off[ks + 1]; i++) {
-        int id = g->stream_ops[i];
-        const struct op *o = &g->ops[id];
-        if (!(kinds & (1u << o->comm))) continue;
-        mp_time a = e->start[id], b = e->end[id], covered = 0;
-        while (k < c1 && e->end[g->stream_ops[k]] <= a) k++;
-        for (int j = k; j < c1; j++) {
-            int c = g->stream_ops[j];
-            if (e->start[c] >= b) break;
-            mp_time lo = e->start[c] > a ? e->start[c] : a, hi = e->end[c] < b ? e->end[c] : b;
-            if (hi > lo) covered += hi - lo;
-        }
-        out[o->comm] += (b - a) - covered;
-    }
 }
 
 static void fold_metrics(struct sim *s)
@@ -443,7 +479,6 @@ static void fold_metrics(struct sim *s)
         if (st->first_start < 0 || e->start[i] < st->first_start) st->first_start = e->start[i];
         if (e->end[i] > st->last_end) st->last_end = e->end[i];
     }
-    double busy = 0;
     r->max_span = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
@@ -453,25 +488,27 @@ static void fold_metrics(struct sim *s)
         memcpy(st->mem, m->at_peak, sizeof st->mem);
         double unit = s->stage_cost[0].act_bytes;
         st->peak_act_units = unit > 0 ? (int)llround(m->at_peak[MEM_ACTIVATIONS] / unit) : 0;
-        busy += (double)st->busy;
         mp_time span = st->last_end - st->first_start;
         if (span > r->max_span) r->max_span = span;
     }
     free(device_of_chip);
-    /* TP and PP ride on the lane's comm stream; DP on TP rank 1's when
-     * there is one (data_parallel.h). */
-    int tp = s->cfg.parallel.tp;
+    /* Where each picosecond went (step_split.h); exposed communication and
+     * the pipeline bubble are its parts. */
+    step_split_fold(s);
+    double bubble = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
-        int lane = st->chip;
-        unsigned own = (1u << COMM_TP) | (1u << COMM_PP) | (1u << COMM_EP);
-        if (tp > 1) exposed_on(s, lane, lane + 1, 1u << COMM_DP, st->exposed_comm);
-        else own |= 1u << COMM_DP;
-        exposed_on(s, lane, lane, own, st->exposed_comm);
-        for (int k = 0; k < N_COMM_KINDS; k++) r->exposed_comm_s[k] += mp_seconds(st->exposed_comm[k]) / P;
+        for (int k = 0; k < N_COMM_KINDS; k++) {
+            st->exposed_comm[k] = k == COMM_NONE ? 0 : st->split.part[step_split_of_comm(k)];
+            r->exposed_comm_s[k] = k == COMM_NONE ? 0 : mp_seconds(r->split.part[step_split_of_comm(k)]);
+        }
+        bubble += (double)st->split.part[SPLIT_BUBBLE];
     }
-    r->bubble = r->step_time > 0 ? 1.0 - busy / ((double)P * (double)r->step_time) : 0;
-    r->bubble_span = r->max_span > 0 ? 1.0 - busy / ((double)P * (double)r->max_span) : 0;
+    r->bubble = r->step_time > 0 ? bubble / ((double)P * (double)r->step_time) : 0;
+    /* Over the largest span: each stage's idle outside a window of that
+     * length is bubble (the stage has no op there), so it comes off. */
+    double inside = bubble - (double)P * (double)(r->step_time - r->max_span);
+    r->bubble_span = r->max_span > 0 && inside > 0 ? inside / ((double)P * (double)r->max_span) : 0;
 
     const struct config *cfg = &s->cfg;
     double seconds = mp_seconds(r->step_time);
@@ -484,7 +521,8 @@ static void fold_metrics(struct sim *s)
                                   .recompute = cfg->training.recompute,
                                   .weight_bits = cfg->model.weight_bits,
                                   .activation_bits = cfg->model.activation_bits,
-                                  .flash = cfg->training.attention == ATTENTION_FLASH };
+                                  .flash = cfg->training.attention == ATTENTION_FLASH,
+                                  .mtp = true };
         double extra = 0;
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
@@ -609,9 +647,7 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     char path[1024];
     int rc;
     if (cfg->model.kind == MODEL_TRANSFORMER) {
-        if ((rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err)))
-            return rc;
-        if ((rc = model_load(&s->model, path, err))) return rc;
+        if ((rc = model_load_config(&s->model, cfg, err))) return rc;
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
