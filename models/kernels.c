@@ -161,6 +161,8 @@ static void attention_core_train(struct kb *x, const struct layer *L, double hq,
                                  double dqk, double dv)
 {
     const struct kernel_params *p = x->p;
+    if (p->cp > 1 && (L->mixer == MIXER_ATTENTION || L->mixer == MIXER_MLA))
+        return; /* context-parallel: sim/strategy/context.h prices the core */
     double s = x->s, b = x->b, T = x->T, A = x->A;
     double io = T * (hq * dqk + kvh * dqk + kvh * dv + hq * dv) * A;
     if (p->flash) {
@@ -699,7 +701,7 @@ void kernels_train_layer(const struct model *m, int layer, const struct kernel_p
     struct kb x;
     setup(&x, m, p, out, true);
     x.s = p->seq_len, x.b = p->micro_batch;
-    x.T = x.s * x.b;
+    x.T = x.s * x.b / (p->cp > 1 ? p->cp : 1);
     x.Tr = p->sp ? x.T / x.t : x.T;
     const struct layer *L = &m->layer[layer];
     switch (L->kind) {

@@ -88,6 +88,10 @@ struct kernel_params {
     bool dropout;               /* dropout on attention probabilities and hidden states */
     int ep;                     /* > 1: routed experts left to experts.c */
     bool mtp;                   /* training: the LM head also runs the MTP modules */
+    /* Context parallelism (> 1): every kernel sees the rank's s·b/cp tokens,
+     * and whole-sequence attention and MLA leave their core out (priced
+     * block by block by sim/strategy/context.h). */
+    int cp;
 };
 
 /* Append every kernel of one microbatch of model->layer[layer] (F, B and W)

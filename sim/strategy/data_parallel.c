@@ -45,11 +45,15 @@ double dp_adam_bytes_per_param(int weight_bits, int grad_bits, int optimizer_bit
 
 static double grad_bytes(const struct dp_state *st) { return bits_or(st->in.grad_bits, 32); }
 
-/* The simulated DP group of the device's chip: TP rank 1's when there is one. */
+/* The simulated DP group of the device's chip: TP rank 1's when there is one;
+ * with context parallelism and no TP, the DP-CP group listed from CP rank 1
+ * (the same ring, another chip's comm stream). */
 static void group(struct dp_state *st, int device)
 {
     int lane = st->in.chip_of_device[device] + (st->in.tp > 1 ? 1 : 0);
-    for (int r = 0; r < st->in.dp; r++) st->chips[r] = lane + r * st->in.tp;
+    int first = st->in.tp == 1 && st->in.cp > 1 ? 1 : 0;
+    for (int r = 0; r < st->in.dp; r++)
+        st->chips[r] = lane + ((r + first) % st->in.dp) * st->in.tp;
 }
 
 

@@ -134,11 +134,63 @@ struct layer_times {
     mp_time f, b, w, rc;     /* pass totals; rc = what recompute re-runs first */
     double a;                /* the token mixer's share of the forward (TSP) */
     double tok_bytes, kv_bytes, w_bytes;
+    bool cp;                 /* the attention core is context-parallel (context.h) */
 };
 
 static mp_time part(const struct layer_times *t, int pass, int block, int q)
 {
     return t->lp->t[pass][block][q];
+}
+
+/* ---- context parallelism (branch context, issue 17; context.h) ---------- */
+
+/* The CP core's pieces as segments: comm pieces in the lane's CP groups,
+ * compute pieces waiting for the transfer that brought their block. The
+ * core's last piece, when a transfer (the final dK/dV, an all-to-all), is
+ * what the next compute waits for. */
+static void cp_core(struct builder *b, int l, bool backward)
+{
+    const struct cp_plan *cpp = b->in->context;
+    struct cp_piece pc[2 * 64 + 4], *pcs = pc;
+    int room = context_max_pieces(cpp);
+    if (room > (int)(sizeof pc / sizeof *pc)) pcs = mp_xmalloc((size_t)room * sizeof *pcs);
+    int n = context_core(cpp, b->stage, l, backward, pcs);
+    int *at = mp_xmalloc((size_t)n * sizeof *at);
+    for (int i = 0; i < n; i++) {
+        at[i] = here(b);
+        struct tp_seg *sg = push(b);
+        sg->duration = pcs[i].duration;
+        if (pcs[i].is_comm) {
+            sg->is_comm = 1;
+            sg->group = pcs[i].group;
+            sg->op = pcs[i].group == CPG_A2A ? COLL_ALL_TO_ALL : COLL_SEND_RECV;
+            sg->bytes = pcs[i].bytes;
+            sg->blocking = pcs[i].blocking;
+        } else {
+            sg->wait = (int16_t)(pcs[i].wait >= 0 ? at[pcs[i].wait] : -1);
+        }
+    }
+    b->pending = n > 0 && pcs[n - 1].is_comm ? at[n - 1] : -1;
+    free(at);
+    if (pcs != pc) free(pcs);
+}
+
+/* A whole block's compute in one pass, around a CP core where the block
+ * has one: forward the norm, projections and rotary, the core, the output
+ * projection and residual; backward the reverse. */
+static void block_compute(struct builder *b, int l, const struct layer_times *t, int pass,
+                          int blk)
+{
+    mp_time all = layer_price_block(t->lp, pass, blk);
+    if (!t->cp || blk != KBLOCK_MIXER) {
+        compute(b, all, true, -1);
+        return;
+    }
+    mp_time tail = part(t, pass, blk, KPART_OUT) + part(t, pass, blk, KPART_POST);
+    bool bwd = pass != KPASS_F;
+    compute(b, bwd ? tail : all - tail, true, -1);
+    cp_core(b, l, bwd);
+    compute(b, bwd ? all - tail : tail, true, -1);
 }
 
 static void layer_times(const struct builder *b, int l, struct layer_times *t)
@@ -149,6 +201,8 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
     double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
     double tok = (double)in->cp->seq_len * in->cp->micro_batch;
+    if (in->context) tok /= in->context->cp; /* the CP rank's share (context.h) */
+    t->cp = in->context && context_layer_applies(in->context, l);
     t->lp = lp;
     t->f = layer_price_pass(lp, KPASS_F);
     t->b = layer_price_pass(lp, KPASS_B);
@@ -157,7 +211,7 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     mp_time mixer = layer_price_block(lp, KPASS_F, KBLOCK_MIXER);
     t->a = t->f > 0 ? (double)mixer / (double)t->f : 0.5;
     t->tok_bytes = tok * m->hidden * A;               /* s·b·h: one TP collective's buffer */
-    t->kv_bytes = 2.0 * tok * m->kv_heads * m->head_dim * A;
+    t->kv_bytes = t->cp ? 0 : 2.0 * tok * m->kv_heads * m->head_dim * A;
     t->w_bytes = m->layer[l].params * W;              /* the layer's full weights */
 }
 
@@ -170,7 +224,7 @@ static void ep_forward(struct builder *b, int l, const struct layer_times *t)
     mp_time router = part(t, KPASS_F, KBLOCK_MLP, KPART_PRE) + t->lp->router[KPASS_F];
     mp_time rest = t->f - attn - router;
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn, true, -1);
+    block_compute(b, l, t, KPASS_F, KBLOCK_MIXER);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     compute(b, router, true, -1);
     ep_seg(b, EPR_DISPATCH, l, false);
@@ -187,6 +241,7 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
 {
     int gl = split ? l : -1;
     if (t->rc > 0) compute(b, t->rc, true, -1);
+    if (t->cp && b->in->cp->recompute != RECOMPUTE_NONE) cp_core(b, l, false);
     mp_time attn_b = layer_price_block(t->lp, KPASS_B, KBLOCK_MIXER), mlp_b = t->b - attn_b;
     mp_time attn_w = layer_price_block(t->lp, KPASS_W, KBLOCK_MIXER), mlp_w = t->w - attn_w;
     ep_seg(b, EPR_GRAD, l, false);
@@ -195,26 +250,34 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
     compute(b, mlp_b, true, -1);
     if (with_w) compute(b, mlp_w, false, -1);
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn_b, true, -1);
+    (void)attn_b;
+    block_compute(b, l, t, KPASS_B, KBLOCK_MIXER);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     if (with_w) compute(b, attn_w, !overlap, gl);
 }
 
 /* One decoder block's forward with its TP (or SP) collectives. */
-static void forward_block(struct builder *b, const struct layer_times *t, int blk, bool sp,
-                          bool overlap)
+static void forward_block(struct builder *b, int l, const struct layer_times *t, int blk,
+                          bool sp, bool overlap)
 {
     mp_time pre = part(t, KPASS_F, blk, KPART_PRE), in = part(t, KPASS_F, blk, KPART_IN);
     mp_time mid = part(t, KPASS_F, blk, KPART_MID), out = part(t, KPASS_F, blk, KPART_OUT);
     mp_time post = part(t, KPASS_F, blk, KPART_POST);
+    /* A context-parallel core runs between the core's part and the
+     * output projection (its transfers on the CP groups). */
+    bool core = t->cp && blk == KBLOCK_MIXER;
     if (!sp) {
-        compute(b, pre + in + mid + out, true, -1);
+        compute(b, pre + in + mid + (core ? 0 : out), true, -1);
+        if (core) {
+            cp_core(b, l, false);
+            compute(b, out, true, -1);
+        }
         comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
         compute(b, post, true, -1);
         return;
     }
     compute(b, pre, true, -1);
-    if (overlap && b->p->tp > 1) {
+    if (overlap && b->p->tp > 1 && !core) {
         /* The gather runs under the IN GEMMs and the reduce-scatter under
          * the OUT GEMM (chunked, as Megatron-Core's TP comm overlap). */
         int ag = comm(b, COLL_ALL_GATHER, t->tok_bytes, false);
@@ -226,7 +289,11 @@ static void forward_block(struct builder *b, const struct layer_times *t, int bl
         return;
     }
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, in + mid + out, true, -1);
+    compute(b, in + mid + (core ? 0 : out), true, -1);
+    if (core) {
+        cp_core(b, l, false);
+        compute(b, out, true, -1);
+    }
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     compute(b, post, true, -1);
 }
@@ -246,17 +313,18 @@ static void megatron_forward(struct builder *b, int l, const struct layer_times 
         if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
         compute(b, t->f - pre, true, -1);
     } else {
-        if (L->mixer != MIXER_NONE) forward_block(b, t, KBLOCK_MIXER, sp, overlap);
-        if (L->mlp != MLP_NONE) forward_block(b, t, KBLOCK_MLP, sp, overlap);
+        if (L->mixer != MIXER_NONE) forward_block(b, l, t, KBLOCK_MIXER, sp, overlap);
+        if (L->mlp != MLP_NONE) forward_block(b, l, t, KBLOCK_MLP, sp, overlap);
     }
 }
 
 /* One decoder block's backward (tensor.h). `with_w` puts the weight
  * gradients in (BW); `gl`: the model layer whose gradients the block's last
  * weight-gradient piece completes, -1 none. */
-static void backward_block(struct builder *b, const struct layer_times *t, int blk, bool sp,
-                           bool with_w, bool overlap, int gl)
+static void backward_block(struct builder *b, int l, const struct layer_times *t, int blk,
+                           bool sp, bool with_w, bool overlap, int gl)
 {
+    bool core = t->cp && blk == KBLOCK_MIXER; /* the CP core's backward after the output's */
     mp_time post = part(t, KPASS_B, blk, KPART_POST), out = part(t, KPASS_B, blk, KPART_OUT);
     mp_time mid = part(t, KPASS_B, blk, KPART_MID), in = part(t, KPASS_B, blk, KPART_IN);
     mp_time pre = part(t, KPASS_B, blk, KPART_PRE);
@@ -265,7 +333,8 @@ static void backward_block(struct builder *b, const struct layer_times *t, int b
     if (!sp) {
         compute(b, post + out, true, -1);
         if (with_w) compute(b, w_out, false, -1);
-        compute(b, mid + in, false, -1);
+        if (core) cp_core(b, l, true);
+        compute(b, mid + in, core, -1);
         int ar = comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
         if (with_w) compute(b, overlap ? contend(b, ar, w_in) : w_in, !overlap, gl);
         compute(b, pre, true, -1);
@@ -275,7 +344,8 @@ static void backward_block(struct builder *b, const struct layer_times *t, int b
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
     compute(b, out, true, -1);
     if (with_w) compute(b, w_out, false, -1);
-    compute(b, mid, false, -1);
+    if (core) cp_core(b, l, true);
+    compute(b, mid, core, -1);
     int ag = with_w ? comm(b, COLL_ALL_GATHER, t->tok_bytes, false) : -1;
     compute(b, contend(b, ag, in), false, -1);
     int rs = comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
@@ -301,12 +371,14 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
         megatron_forward(b, l, t, sp);
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
+    } else if (t->cp && b->in->cp->recompute == RECOMPUTE_SELECTIVE) {
+        cp_core(b, l, false); /* selective recompute reruns the core, ring and all */
     }
     /* A layer of one block (Nemotron-H: a mixer or an MLP) has one pair of
      * collectives; the last block's weight gradients complete the layer's. */
     if (L->mlp != MLP_NONE)
-        backward_block(b, t, KBLOCK_MLP, sp, with_w, overlap, L->mixer == MIXER_NONE ? gl : -1);
-    if (L->mixer != MIXER_NONE) backward_block(b, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
+        backward_block(b, l, t, KBLOCK_MLP, sp, with_w, overlap, L->mixer == MIXER_NONE ? gl : -1);
+    if (L->mixer != MIXER_NONE) backward_block(b, l, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
 }
 
 /* A W-only pass (zero-bubble) of one decoder: with SP the stashed input of
@@ -370,11 +442,11 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
     pass->off = p->n_seg;
     pass->n = 0;
     pass->extra_bytes = 0;
-    if (p->tp <= 1 && !split && !in->ep) return;
+    if (p->tp <= 1 && !split && !in->ep && !in->context) return;
     bool sp = in->cp->sp, fwd = k == TPP_F;
     bool with_w = k == TPP_BW || k == TPP_BW_LAST, only_w = k == TPP_W || k == TPP_W_LAST;
     int gathered = -1;
-    double max_w = 0, max_kv = 0;
+    double max_w = 0, max_kv = 0, max_cp = 0;
     for (int i = 0; i <= hi - lo; i++) {
         int l = fwd ? lo + i : hi - i;
         int next = fwd ? (l < hi ? l + 1 : -1) : (l > lo ? l - 1 : -1);
@@ -382,6 +454,12 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         layer_times(b, l, &t);
         if (t.w_bytes > max_w) max_w = t.w_bytes;
         if (t.kv_bytes > max_kv) max_kv = t.kv_bytes;
+        if (t.cp && !only_w) {
+            /* The ring's blocks in flight and the all-to-all's gathered heads;
+             * a backward that reruns the forward core holds the larger. */
+            double cb = context_buffer_bytes(in->context, l, !fwd);
+            if (cb > max_cp) max_cp = cb;
+        }
         bool ep_moe = in->ep && in->model->layer[l].moe;
         if (in->tsp && p->tp > 1) {
             tsp_layer(b, l, next, &t, k, split, &gathered);
@@ -401,6 +479,7 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         }
     }
     if (in->tsp && p->tp > 1 && !only_w) pass->extra_bytes = 2 * max_w + max_kv;
+    pass->extra_bytes += max_cp;
     pass->n = p->n_seg - pass->off;
 }
 
@@ -411,6 +490,7 @@ void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in)
     p->stages = in->stages;
     p->fidelity = in->fidelity;
     p->algo = in->algo;
+    p->context = in->context;
     p->group = mp_xmalloc((size_t)in->stages * p->tp * sizeof *p->group);
     p->pass = mp_xcalloc((size_t)in->stages * N_TP_PASSES, sizeof *p->pass);
     /* TP ranks are the fastest-varying chips (Megatron's order). */

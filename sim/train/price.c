@@ -32,7 +32,7 @@ struct kernel_params price_kernel_params(const struct sim *s)
         .kv_bits = cfg->model.kv_bits, .compute_bits = cfg->model.compute_bits,
         .grad_bits = cfg->training.grad_reduce == PRECISION_BF16 ? 16 : 32,
         .flash = cfg->training.attention == ATTENTION_FLASH, .dropout = cfg->training.dropout,
-        .ep = cfg->parallel.ep, .mtp = true, /* DeepSeek's MTP modules train with the model */
+        .ep = cfg->parallel.ep, .cp = cfg->parallel.cp, .mtp = true, /* DeepSeek's MTP modules train with the model */
     };
 }
 

@@ -94,7 +94,7 @@ struct walk {
     const struct taskgraph *g;
     const mp_time *start, *end;
     int32_t *bind;      /* [n_ops]: the constraint that released the op last, -1 none */
-    int block;          /* chips per stage: tp × dp (stage d holds d·block ...) */
+    int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
     step_split_fn fn;
     void *ctx;
 };
@@ -106,7 +106,9 @@ static void walk_init(struct walk *w, const struct sim *s)
     w->g = g;
     w->start = s->e.start;
     w->end = s->e.end;
-    w->block = s->cfg.parallel.tp * s->cfg.parallel.dp;
+    /* A stage's chips: its TP × CP × DP ranks (context parallelism's ranks
+     * sit between TP's and DP's in the chip order, context.h). */
+    w->block = s->cfg.parallel.tp * s->cfg.parallel.cp * s->cfg.parallel.dp;
     w->fn = NULL;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
