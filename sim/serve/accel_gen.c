@@ -398,6 +398,7 @@ int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *
         x.forward_index = k;
         g->decode += forward(&x, g->batch, 1, g->prompt + k - 1, g->prefill + g->decode);
     }
+    serve_price_describe(x.price, g->kernels, sizeof g->kernels);
     pricer_free(x.price);
     g->call = g->prefill + g->decode;
     /* The comparison's workload: every request arriving at once, so request
@@ -444,6 +445,7 @@ void accel_report_text(FILE *f, const struct accel_setup *a, const struct accel_
                "call, %d request%s = %d call%s one after another (inference.*)\n",
             g->prompt, g->output, g->batch, g->batch == 1 ? "" : "s", g->requests,
             g->requests == 1 ? "" : "s", g->calls, g->calls == 1 ? "" : "s");
+    fprintf(f, "kernels     %s\n", g->kernels);
     fprintf(f, "accelerate  TTFT %.2f ms, then %.2f ms per token (%.2f tokens/s per call); "
                "all requests in %.3f s = %.2f tokens/s\n", sec(g->prefill) * 1e3,
             g->output > 1 ? sec(g->decode) * 1e3 / (g->output - 1) : 0, g->decode_tokens_per_s,
@@ -518,6 +520,7 @@ void accel_report_json(FILE *f, const struct accel_setup *a, const struct accel_
     cJSON_AddNumberToObject(x, "output_tokens", g->output);
     cJSON_AddNumberToObject(x, "batch", g->batch);
     cJSON_AddNumberToObject(x, "requests", g->requests);
+    cJSON_AddStringToObject(x, "kernels", g->kernels);
     cJSON_AddNumberToObject(x, "ttft_s", sec(g->prefill));
     cJSON_AddNumberToObject(x, "ttft_p50_all_at_once_s", g->ttft_p50_all_s);
     cJSON_AddNumberToObject(x, "tpot_s", g->output > 1 ? sec(g->decode) / (g->output - 1) : 0);

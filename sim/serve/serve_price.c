@@ -77,8 +77,9 @@ void serve_price_describe(const struct serve *s, char *buf, size_t size)
 {
     const struct calib *c = &s->pricer->calib;
     char launch[64], host[64];
-    if (c->graph_launch_s > 0) snprintf(launch, sizeof launch, "%.3g us a kernel (CUDA graphs)",
-                                        c->graph_launch_s * 1e6);
+    double l = c->graphs ? c->graph_launch_s : c->launch_s;
+    if (l > 0) snprintf(launch, sizeof launch, "%.3g us a kernel (%s)", l * 1e6,
+                        c->graphs ? "CUDA graphs" : "launched one by one, eager");
     else snprintf(launch, sizeof launch, "no per-kernel launch");
     if (c->host_s > 0) snprintf(host, sizeof host, ", host %.3g ms a step beside stage 0's pass",
                                 c->host_s * 1e3);
