@@ -8,7 +8,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Split-K leaves each split at least this many K elements. */
 #define SPLIT_K_MIN 256.0
@@ -336,6 +338,64 @@ static int read_rows(const char *path, struct reader *r, struct mp_error *err)
     return rc;
 }
 
+/* The last table read, kept for the process: a search or sweep loads the
+ * chip's rows once per layout, and the file is the same unless its size or
+ * time of change says otherwise. Shared by the search's threads. */
+static struct {
+    pthread_mutex_t lock;
+    char path[4096];
+    struct stat st;
+    struct calib_row *rows;
+    int n;
+} table_cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void table_cache_free(void)
+{
+    free(table_cache.rows);
+    table_cache.rows = NULL;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/* The rows of `path` (checked), a copy in `*rows` for the caller to free. */
+static int table_rows(const char *path, struct calib_row **rows, int *n, struct mp_error *err)
+{
+    struct stat st;
+    bool known = stat(path, &st) == 0;
+    pthread_mutex_lock(&table_cache.lock);
+    if (known && table_cache.rows && !strcmp(table_cache.path, path) &&
+        same_file(&table_cache.st, &st)) {
+        *n = table_cache.n;
+        *rows = mp_xmalloc((size_t)(*n > 0 ? *n : 1) * sizeof **rows);
+        memcpy(*rows, table_cache.rows, (size_t)*n * sizeof **rows);
+        pthread_mutex_unlock(&table_cache.lock);
+        return MP_OK;
+    }
+    pthread_mutex_unlock(&table_cache.lock);
+    struct reader r;
+    int rc = read_rows(path, &r, err);
+    if (rc) return rc;
+    *rows = r.rows;
+    *n = r.n;
+    if (known && strlen(path) < sizeof table_cache.path) {
+        pthread_mutex_lock(&table_cache.lock);
+        static bool registered;
+        if (!registered) registered = atexit(table_cache_free) == 0;
+        free(table_cache.rows);
+        table_cache.rows = mp_xmalloc((size_t)(r.n > 0 ? r.n : 1) * sizeof *r.rows);
+        memcpy(table_cache.rows, r.rows, (size_t)r.n * sizeof *r.rows);
+        table_cache.n = r.n;
+        table_cache.st = st;
+        snprintf(table_cache.path, sizeof table_cache.path, "%s", path);
+        pthread_mutex_unlock(&table_cache.lock);
+    }
+    return MP_OK;
+}
+
 /* ------------------------------------------------------------------ */
 /* Keeping one chip's figures. */
 
@@ -358,8 +418,8 @@ static void add_grid(struct calib_grid *g, double d, double s, double eff, int r
 int calib_load(struct calib *c, const char *path, const struct chip *chip, struct mp_error *err)
 {
     memset(c, 0, sizeof *c);
-    struct reader r;
-    int rc = read_rows(path, &r, err);
+    struct { struct calib_row *rows; int n; } r;
+    int rc = table_rows(path, &r.rows, &r.n, err);
     if (rc) return rc;
     snprintf(c->path, sizeof c->path, "%s", path);
     snprintf(c->chip, sizeof c->chip, "%s", chip->name);
