@@ -99,7 +99,7 @@ START_TEST(tp_allreduces_per_decode_step_by_hand)
     ck_assert_int_eq(comm, 161 * one + collective_time(&s.sys, &ag));
 
     /* One request: a prefill pass of 1000 tokens, then two decode passes. */
-    struct serve_item it[3] = { { 1000, 0, true }, { 1, 1000, true }, { 1, 1001, true } };
+    struct serve_item it[3] = { { 1000, 0, true, false }, { 1, 1000, true, true }, { 1, 1001, true, true } };
     mp_time want = 0;
     for (int p = 0; p < 3; p++) {
         int ars;
@@ -193,10 +193,10 @@ START_TEST(preemption_recompute_cost_by_hand)
     ck_assert_double_eq(s.res.recomputed_tokens, 80);
     ck_assert_double_eq(s.res.prompt_tokens, 128);
     mp_time want = 0;
-    struct serve_item pre = { 80, 0, true };
+    struct serve_item pre = { 80, 0, true, false };
     want += serve_stage_time(&s, 0, &pre, 1);
     for (int j = 0; j < 47; j++) {
-        struct serve_item d = { 1, 80 + j, true };
+        struct serve_item d = { 1, 80 + j, true, true };
         want += serve_stage_time(&s, 0, &d, 1);
     }
     ck_assert_int_eq(s.req[1].done - s.req[0].done, want);
@@ -225,7 +225,7 @@ START_TEST(preemption_swap_cost_by_hand)
     mp_time swap = 10 * MP_PS_PER_US + (mp_time)llround(79 * 131072.0 / 51e9 * 1e12);
     mp_time want = swap;
     for (int j = 0; j < 48; j++) {
-        struct serve_item d = { 1, 79 + j, true };
+        struct serve_item d = { 1, 79 + j, true, true };
         want += serve_stage_time(&s, 0, &d, 1);
     }
     ck_assert_int_eq(s.req[1].done - s.req[0].done, want);
@@ -258,7 +258,7 @@ START_TEST(prefix_cache_hits_exactly_k_of_n)
     ck_assert_double_eq(s.res.prefix_query_tokens, 10 * 600);
     ck_assert_double_eq(s.res.prompt_tokens, 10 * 600 - 6 * 512);
     /* A hit's TTFT is a prefill of its 88 own tokens over 512 cached. */
-    struct serve_item hit = { 88, 512, true };
+    struct serve_item hit = { 88, 512, true, false };
     int ars;
     double b;
     ck_assert_int_eq(s.req[1].first_token - s.req[1].arrival,
@@ -312,7 +312,7 @@ START_TEST(disaggregated_ttft_by_hand)
     ck_assert_int_eq(s.n_pools, 2);
     ck_assert_int_eq(s.stage_chip[0], 0);
     ck_assert_int_eq(s.stage_chip[1], 1);
-    struct serve_item pre = { 1000, 0, true };
+    struct serve_item pre = { 1000, 0, true, false };
     mp_time xfer = (mp_time)llround(1000 * 131072.0 / 370e9 * 1e12) + 1500000;
     ck_assert_int_eq(s.req[0].first_token - s.req[0].arrival, serve_stage_time(&s, 0, &pre, 1) + xfer);
     ck_assert_double_eq(s.res.kv_transfer_bytes, 1000 * 131072.0);

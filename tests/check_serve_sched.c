@@ -99,7 +99,7 @@ START_TEST(decode_first_waits_max_waiting_tokens)
     ck_assert_int_eq(run(&s, &cfg, false), MP_OK);
     mp_time want = 0;
     for (int j = 0; j < 5; j++) {
-        struct serve_item d = { 1, 100 + j, true };
+        struct serve_item d = { 1, 100 + j, true, true };
         want += serve_stage_time(&s, 0, &d, 1);
     }
     ck_assert_int_eq(s.req[1].admitted - s.req[0].first_token, want);
@@ -250,7 +250,7 @@ START_TEST(itl_is_the_decode_pass)
     ck_assert_uint_eq(s.res.itl.n, 9);
     mp_time d[9];
     for (int j = 0; j < 9; j++) {
-        struct serve_item it = { 1, 500 + j, true };
+        struct serve_item it = { 1, 500 + j, true, true };
         d[j] = serve_stage_time(&s, 0, &it, 1);
     }
     ck_assert_double_eq_tol(s.res.itl.q[0], mp_seconds(d[4]), 1e-15);

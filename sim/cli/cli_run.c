@@ -18,6 +18,8 @@ static const char run_usage_text[] =
     "                           timeline (default: one row per pass, from stage 0 to the last)\n"
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
+    "  --breakdown              where each stage pass's time goes: kernels by class and the\n"
+    "                           hardware/kernels.csv line that priced them (--json: key breakdown)\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
     "  --slo ttft=T,tpot=T      serving: goodput counts requests meeting these (also e2e=T)\n"
     "\n"
@@ -27,7 +29,7 @@ static const char run_usage_text[] =
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false, detail = false;
+    bool json = false, validate = false, breakdown = false, detail = false;
     double tokens = 0;
     const char *slo = NULL;
     struct mp_error err = { 0 };
@@ -42,6 +44,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--breakdown")) {
+            breakdown = true;
         } else if (!strcmp(a, "--timeline-detail")) {
             detail = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
@@ -57,7 +61,7 @@ int cli_run(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             return cli_unknown_option("run", a, (const char *const[]){ "--set", "--json",
                                       "--timeline", "--trace", "--validate", "--tokens",
-                                      "--slo", "--help", NULL });
+                                      "--slo", "--breakdown", "--timeline-detail", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("run: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -83,7 +87,8 @@ int cli_run(int argc, char **argv)
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
-                                .token_budget = tokens, .record_released = timeline != NULL };
+                                .token_budget = tokens, .breakdown = breakdown,
+                                .record_released = timeline != NULL };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked

@@ -40,6 +40,7 @@ static void layer_sums(const struct model *m, const struct config *cfg, int lo, 
         .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp, .recompute = cfg->training.recompute,
         .weight_bits = cfg->model.weight_bits, .activation_bits = cfg->model.activation_bits,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
         .cp = cfg->parallel.cp, /* context (issue 17): activations ÷ cp */
     };
     *params = *act = 0;

@@ -26,6 +26,10 @@ enum serve_kv_cache { KV_PAGED, KV_RESERVE };
 enum serve_preemption { PREEMPT_RECOMPUTE, PREEMPT_SWAP };
 enum serve_speculative { SPEC_NONE, SPEC_DRAFT, SPEC_MTP };
 enum serve_spec_draw { SPEC_DRAW_BERNOULLI, SPEC_DRAW_EXPECTED };
+/* Training recipes (issue 14; docs/recipes.md), in the key table's order. */
+enum attention_kind { ATTENTION_FLASH, ATTENTION_UNFUSED };
+enum precision_kind { PRECISION_FP32, PRECISION_BF16 };
+enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
 /* Room for the line of each key (struct config key_line); more keys than
@@ -66,6 +70,7 @@ struct config {
         int kind;                /* enum model_kind */
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
+        int compute_bits;        /* GEMM precision: 16, or 8 (FP8 GEMMs) */
         /* issue 15: the architecture row (models/arch_table.c) to read the
          * config by, whatever its model_type says; "auto" = by model_type. */
         char family[64];
@@ -92,6 +97,7 @@ struct config {
         bool sp;
         bool tsp;           /* TP and SP folded on one axis of degree tp (cases.md §2) */
         bool tp_overlap;    /* backward TP all-reduce overlaps the weight-grad GEMMs */
+        bool tp_comm_overlap; /* SP forward: all-gather / reduce-scatter under the GEMMs */
         /* Context parallelism (branch context, issue 17): the sequence split
          * over cp ranks (sim/strategy/context.h); chips = tp × cp × pp × dp. */
         int cp;             /* degree */
@@ -111,6 +117,13 @@ struct config {
         bool dp_overlap;    /* gradient buckets sync during the last backward */
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
+        /* The software stack (docs/recipes.md). */
+        int attention;      /* enum attention_kind: flash | unfused */
+        bool dropout;       /* dropout on attention probabilities and hidden states */
+        int grad_reduce;    /* enum precision_kind: main gradients and their DP reduction */
+        int optimizer_state;/* enum precision_kind: Adam's moments */
+        bool overlap_param_gather; /* ZeRO-1/2 weight all-gather under the next forward */
+        int recipe;         /* enum recipe_kind: a named stack's defaults */
     } training;
 
     /* Serving (sim/serve/serve.h). `present` is set when any inference.* key is
@@ -187,6 +200,9 @@ struct config {
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
     } run;
 
+    /* Keys given by the scenario or --set (bit i: config_keys[i]), so a
+     * recipe (training.recipe) fills only the keys nobody gave. */
+    uint64_t key_given[4];
     /* [device_map]: Accelerate's device_map="auto" (sim/serve/device_map.h,
      * sim/serve/accel.h). With a policy, `mpsim run` generates the way
      * Accelerate runs the placed model, beside a real pipeline. */
@@ -280,6 +296,24 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
  * scenario file set it, "FILE: key KEY" when a default or --set did (or
  * "scenario: key KEY" without a file). Returns buf. */
 const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size);
+/* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
+
+/* Set a key's value without recording it as given (recipes use it). */
+int config_set_key_quiet(struct config *cfg, const char *key, const char *value,
+                         struct mp_error *err);
+
+/* Whether the scenario or --set gave `key` (a dotted name). */
+bool config_key_given(const struct config *cfg, const char *key);
+
+/* Fill the keys nobody gave from the recipe of training.recipe (nothing for
+ * "none"). Called after every key set, so the result does not depend on
+ * the order keys are written in. */
+void config_recipe_apply(struct config *cfg);
+
+/* A recipe's settings, for docs and `mpsim list recipes`: NULL-terminated
+ * key/value pairs of recipe `r` (enum recipe_kind), and its summary. */
+const char *const *config_recipe_settings(int r);
+const char *config_recipe_summary(int r);
 
 /* Number of microbatches each pipeline sees per step:
  * global_batch / (micro_batch × dp). */

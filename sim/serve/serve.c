@@ -289,9 +289,9 @@ void serve_launch(struct serve *s, int k, mp_time now)
         serve_kv_log(s, now);
     }
     bool was = sl->active;
-    sl->active = sl->tokens > 0;
+    sl->active = sl->b.tokens > 0;
     R->n_idle += (int)was - (int)sl->active;
-    if (sl->active) serve_hist_pass(s, sl->items, sl->tokens);
+    if (sl->active) serve_hist_pass(s, sl->b.items, sl->b.tokens);
     if (s->fast) {
         /* Its event, if any, was taken off when it was handled. */
         if (sl->active) serve_fast_walk(s, k, now);
@@ -441,7 +441,7 @@ static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time en
     if (g == R->stage0) {
         const struct serve_slot *sl = &s->slot[k];
         struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
-                                    .emits = (int)sl->emits, .tokens = sl->tokens };
+                                    .emits = (int)sl->b.emits, .tokens = sl->b.tokens };
         const int *mem = &s->members[(size_t)k * serve_mb(s)];
         for (int i = 0; i < sl->n; i++) {
             const struct serve_request *r = &s->req[mem[i]];
@@ -523,14 +523,14 @@ static void handle(void *ctx, const struct eventq_event *ev)
             mp_time start = now;
             for (int i = s->hop_route_off[g]; i < s->hop_route_off[g + 1]; i++)
                 if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
-            mp_time ser = serve_hop_time(s, g, (int)s->slot[id].tokens) - s->hop[g];
+            mp_time ser = serve_hop_time(s, g, (int)s->slot[id].b.tokens) - s->hop[g];
             for (int i = s->hop_route_off[g]; i < s->hop_route_off[g + 1]; i++)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = g + 1;
             serve_schedule(s, start + ser + s->hop[g], EV_HOP_DONE, id);
             if (s->rec) record_hop(s, start, start + ser + s->hop[g], g, id);
         } else {
-            int emits = (int)s->slot[id].emits;
+            int emits = (int)s->slot[id].b.emits;
             serve_emit(s, id, now);
             mp_time back = serve_hop_time(s, g, emits > 0 ? emits : 1);
             serve_schedule(s, now + back, EV_RETURN, id);
@@ -562,7 +562,7 @@ static int setup(struct serve *s, struct mp_error *err)
     if (rc) return rc;
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
     if ((rc = serve_layout_build(s, err))) return rc;
-    serve_price_layers(s);
+    if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
     if ((rc = serve_spec_setup(s, err))) return rc;
     if ((rc = serve_kv_setup(s, err))) return rc;
@@ -696,6 +696,7 @@ void serve_release(struct serve *s)
     chip_catalog_release(&s->catalog);
     if (s->slot) eventq_release(&s->q);
     if (s->rng) gsl_rng_free(s->rng);
+    serve_price_release(s);
     free(s->stage_chip);
     free(s->layers);
     free(s->layer_off);

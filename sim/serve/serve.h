@@ -49,14 +49,22 @@
  * With prefix caching the blocks of shared prefixes stay cached (a radix tree
  * of prefixes, LRU eviction of unreferenced leaves) and skip their prefill.
  *
- * Costs of one pass on a stage, per layer, roofline (chip_op_time), on one
- * chip of the stage's group (serve_price.c): matmul FLOPs 2 × tokens ×
- * active parameters / tp; attention 4 × heads / tp × d × Σ tokens ×
- * (cached + tokens) for full attention, 4 × tokens × heads × d² / tp for
- * linear; bytes: the weights the tokens reach (MoE: experts hit under
- * uniform routing; with EP the chip's own experts for the assignments it
- * receives), the KV cache read, linear state read and written, activations
- * in and out. The LM head runs only for requests that emit a token this pass.
+ * Costs of one pass on a stage, on one chip of the stage's group: the
+ * kernels its shard of the layers runs (models/kernels.h
+ * kernels_serve_layer with the group's tp: QKV and MLP-up split by columns,
+ * attention-out and MLP-down by rows, heads and the vocabulary-parallel LM
+ * head by tp), each priced on the chip from hardware/kernels.csv as
+ * training's are (hardware/calib.h): the GEMMs over the pass's total tokens
+ * (weights streamed at the chip's weights_stream share: decode is
+ * bandwidth-bound), norms, rotary, activations and residual adds by their
+ * bytes, the decode members' attention as one batched kernel over each
+ * one's KV cache beside the prompt chunks' FlashAttention, the
+ * linear-attention state read and written, and the LM head and sampling for
+ * the requests that emit a token this pass; every kernel adds a CUDA-graph
+ * launch (graph_launch), and each replica's first stage takes at least the
+ * host's per-step work (host_step) per pass. MoE: the experts a pass
+ * reaches under uniform routing; with ep > 1 the chip's own experts for the
+ * assignments it receives, as grouped GEMMs (kernels_serve_experts).
  * Then the group's collectives (serve_layout.c): with tp > 1 two all-reduces
  * of the tokens' activations per decoder layer (attention and MLP outputs),
  * one after the vocabulary-parallel embedding and an all-gather of the
@@ -126,6 +134,7 @@ struct serve_item {
     int tokens;   /* tokens processed this pass */
     int past;     /* tokens already in its KV cache */
     bool emits;   /* this pass ends with a sampled token (LM head runs) */
+    bool decode;  /* a decode token (reads its KV cache), else prompt tokens (prefill) */
 };
 
 struct serve_stage_report {
@@ -305,6 +314,7 @@ struct serve {
     mp_time now;               /* time of the event being handled */
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
     gsl_rng *rng;              /* the run's draws during serving (speculation, think times) */
+    struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

@@ -11,30 +11,19 @@
 #define MPSIM_SERVE_IMPL_H
 
 #include "serve.h"
+#include "models/kernels.h"
 
+/* Small counts (emitted tokens of a pass) the fast loop tabulates. */
 #define POW_TAB 64
 
-/* What pricing needs of one layer, per chip. */
+/* What makes two layers price the same (serve_fast.c groups stages by it). */
 struct serve_layer {
+    int layer;               /* index in the model */
     int kind, attn;          /* enum layer_kind, enum attn_kind */
-    double fixed_bytes;      /* weights every pass reads (all but routed experts) */
-    double expert_bytes;     /* routed experts' weights */
-    double expert_frac;      /* top-k / experts; 0 when dense */
-    double matmul_params;    /* weight-matrix parameters one token multiplies by */
-    double attn_coef;        /* full: FLOPs per (token, context) pair; linear: per token */
-    double kv_per_token, state;
-    double window;           /* sliding / chunked: KV tokens kept per request (0: all) */
-    double hidden_bytes;     /* one token's activation, h × activation bytes */
-    double row_bytes;        /* embedding: one row of weights */
-    double vocab;
-    double head_flops;       /* LM head: FLOPs per emitted token (2 V h) */
-    /* pow(1 − expert_frac, n) for small n: a pass's token count repeats
-     * (decode passes carry a few), and pow was a tenth of the run. */
-    double miss[POW_TAB];
-    /* Expert parallelism (ep > 1): the routed experts are not in the fields
-     * above; the chip holds ep_local of ep_total experts of ep_params
-     * weight-matrix parameters each (serve_expert_time). */
-    double ep_params, ep_local, ep_total, ep_bytes;
+    int mixer, mlp;          /* enum mixer_kind, enum mlp_kind */
+    bool moe;
+    int window;              /* sliding / chunked attention: tokens (0: none) */
+    double params, matmul_params, expert_params;
 };
 
 /* A priced stage: the layers one chip of a stage group holds, split by its
@@ -45,7 +34,10 @@ struct serve_slot {
     int n;                   /* members */
     int stage;               /* where the slot is (or goes): a global stage */
     bool active;             /* in the pipeline; false = idle at stage 0 */
-    double tokens, pairs, ctx, items, emits; /* this pass, for pricing */
+    /* This pass, for pricing (models/kernels.h): tokens, items, emits,
+     * decode members and the KV lengths they read, prompt chunks, their
+     * tokens and (query, key) pairs. */
+    struct kernel_batch b;
     double swap_tokens;      /* KV tokens copied to or from the host before this pass */
     double spec_items, spec_ctx; /* decode members the draft proposes for, their context */
     int waited;              /* decode_first: decode steps since its last prefill */
@@ -136,13 +128,32 @@ static inline int serve_seq(const struct serve_request *r) { return r->prompt + 
 int serve_poisson_requests(struct serve *s, struct mp_error *err);
 int serve_trace_requests(struct serve *s, struct mp_error *err);
 
-/* serve_price.c: each priced stage's layers once (s->layers, s->layer_off),
- * a pass's time on a priced stage from its totals, the routed experts of an
- * EP shard, the hand-off routes. */
-void serve_price_layers(struct serve *s);
-mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs, double ctx,
-                       double items, double emits);
+/* serve_price.c: each priced stage's layers (s->layers, s->layer_off)
+ * and the chip's calibration rows; a pass's time on a priced stage from the
+ * kernels its shard runs (models/kernels.h kernels_serve_layer with the
+ * stage's tp and ep), the routed experts of an EP shard, the hand-off
+ * routes. MP_ERR_INPUT when the calibration table is bad or FP8 is asked of
+ * a chip without an FP8 peak. */
+int serve_price_layers(struct serve *s, struct mp_error *err);
+mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl);
+/* A pass of batch `b` on a priced stage; serve_batch_add puts one request's
+ * part of a pass in `b` (serve_stage_time's, under the model's window). */
+mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b);
+void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
+                     bool decode, bool emits);
+/* Expert parallelism (the priced stage's ep > 1): one chip's routed
+ * experts for `assignments` token copies routed to it, spread evenly over
+ * its experts/ep experts (models/kernels.h kernels_serve_experts). */
 mp_time serve_expert_time(const struct serve *s, int stage, double assignments);
+/* Price as model.generate() runs: kernels launched one by one (no CUDA
+ * graphs), no serving scheduler's host step (sim/serve/accel_gen.c). */
+void serve_price_eager(struct serve *s);
+/* No host step on any stage (a draft's shell: its passes run inside the
+ * model's step, whose stage 0 already pays it). */
+void serve_price_no_host(struct serve *s);
+void serve_price_release(struct serve *s);
+/* One line for the summary: which calibration rows priced the kernels. */
+void serve_price_describe(const struct serve *s, char *buf, size_t size);
 double serve_hop_bytes(const struct serve *s, int stage, double tokens);
 void serve_build_hops(struct serve *s);
 

@@ -420,20 +420,21 @@ mp_time serve_pass_time(struct serve *s, int g, const struct serve_slot *sl)
 {
     const struct serve_pool *P = serve_pool_of(s, g);
     int j = serve_priced_of(s, g);
-    double T = sl->tokens, pairs = sl->pairs, ctx = sl->ctx, items = sl->items,
-           emits = sl->emits;
-    if (P->dp_attn > 1 && items > 0) {
-        /* The busiest attention rank's share of the pass. */
-        double n = ceil(items / P->dp_attn), f = n / items;
-        T *= f;
-        pairs *= f;
-        ctx *= f;
-        emits *= f;
-        items = n;
+    struct kernel_batch b = sl->b;
+    if (P->dp_attn > 1 && b.items > 0) {
+        /* The busiest attention rank's share of the pass: ceil(items /
+         * ranks) of the requests, with their share of every sum. */
+        double n = ceil(b.items / P->dp_attn), f = n / b.items;
+        b.tokens *= f, b.emits *= f, b.decode *= f, b.decode_ctx *= f;
+        b.prefill_tokens *= f, b.prefill_pairs *= f, b.prefill_items *= f;
+        b.decode_ctx_win *= f, b.prefill_pairs_win *= f;
+        b.decode_reread *= f, b.decode_reread_win *= f;
+        b.items = n;
     }
-    mp_time d = serve_sum_time(s, j, T, pairs, ctx, items, emits);
-    if (P->ep > 1) d += serve_expert_time(s, j, sl->tokens * P->pr->model.experts_per_token / P->ep);
-    if (P->tp > 1 || P->ep > 1) d += serve_comm_time(s, g, T, emits, NULL, NULL);
+    mp_time d = serve_batch_time(s, j, &b);
+    if (P->ep > 1)
+        d += serve_expert_time(s, j, sl->b.tokens * P->pr->model.experts_per_token / P->ep);
+    if (P->tp > 1 || P->ep > 1) d += serve_comm_time(s, g, b.tokens, b.emits, NULL, NULL);
     if (sl->swap_tokens > 0) {
         /* The stage's chips copy their layers' share of the KV over their
          * own host links, before the pass. */

@@ -1,19 +1,41 @@
-/* serve_price.c — the machine a serving run uses: each stage's layers priced
- * once into what a pass's time needs (roofline per layer, chip_op_time), a
- * pass's time from its token totals, and the hand-off routes between
- * consecutive stages. See serve.h ("Costs of one pass"). */
+/* serve_price.c — the machine a serving run uses: each stage's layers and
+ * the chip's kernel calibration (hardware/kernels.csv), a pass's time as
+ * the kernels it runs (models/kernels.h, the same lists and prices as
+ * training), and the hand-off routes between consecutive stages. See
+ * serve.h ("Costs of one pass"). */
 #include "serve_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-/* ---- issue 19 (branch serving): the priced stages and their TP/EP shard ----
- * A stage group of tp chips splits every layer's weight matrices, heads and
- * vocabulary tp ways (Megatron's column/row split, as vLLM runs it); with
- * ep > 1 its routed experts are split ep ways and priced apart
- * (serve_expert_time). The fields below are one chip's share; with
- * s->priced NULL (a shell such as accel_gen.c's) the stages are s->pr's
- * plan, unsplit. */
+#include "hardware/calib.h"
+#include "models/kernels.h"
+
+/* The part of a pass's time that depends on its token and emit counts
+ * alone (GEMMs, norms, activations, LM head) repeats from pass to pass:
+ * memoised per priced stage. */
+#define SERVE_MEMO 4096
+struct serve_memo { double tokens, emits, seconds; bool set; };
+
+struct serve_pricer {
+    struct calib calib;
+    struct kernel_params *kp;   /* [priced stages]: the shard's tp and ep */
+    struct kernel_list kl;
+    struct serve_memo *memo;    /* [priced stages × SERVE_MEMO] */
+    bool *attention;            /* [priced stages]: has layers whose time depends on who is in it */
+    bool *first;                /* [priced stages]: a replica's stage 0 (pays the host step) */
+    struct kernel_attention *shape; /* [s->layers]: each layer's serving attention */
+    struct kernel_window win;   /* the model's attention window */
+};
+
+/* Issue 19 (replicas): a priced stage is the layers one chip of a stage
+ * group holds, its kernels shaped by the group's tensor-parallel degree
+ * (Megatron's column/row split of the weight matrices, heads and the
+ * vocabulary-parallel LM head, as vLLM runs it) and with ep > 1 its routed
+ * experts left to serve_expert_time. With s->priced NULL (a shell such as
+ * accel_gen.c's) the stages are s->pr's plan, unsplit. */
 static struct serve_priced priced_stage(const struct serve *s, int st)
 {
     if (s->priced) return s->priced[st];
@@ -26,146 +48,195 @@ static int priced_count(const struct serve *s)
     return s->priced ? s->n_priced : s->stages;
 }
 
-static void shard_layer(struct serve_layer *x, const struct model *m, const struct layer *L,
-                        double W, int tp, int ep)
-{
-    double t = tp;
-    x->fixed_bytes /= t;
-    x->matmul_params /= t;
-    x->attn_coef /= t;
-    x->head_flops /= t;
-    x->row_bytes /= t; /* vocabulary-parallel embedding: a row's shard */
-    if (ep > 1 && L->moe) {
-        /* The routed experts leave the dense pricing for the chip's own. */
-        double routed = L->expert_params * m->experts_per_token / m->experts;
-        x->matmul_params = (L->matmul_params - routed) / t;
-        x->expert_bytes = 0;
-        x->expert_frac = 0;
-        x->ep_total = m->experts;
-        x->ep_local = (double)m->experts / ep;
-        x->ep_params = L->expert_params / m->experts;
-        x->ep_bytes = x->ep_params * W;
-    } else {
-        x->expert_bytes /= t;
-    }
-}
-
-mp_time serve_expert_time(const struct serve *s, int stage, double assignments)
-{
-    const struct chip *chip = &s->pr.chip;
-    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
-    mp_time t = 0;
-    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
-        const struct serve_layer *x = &s->layers[i];
-        if (x->ep_local <= 0 || assignments <= 0) continue;
-        /* Assignments spread uniformly over the chip's experts: the
-         * distinct ones hit, and each token copy's GEMMs. */
-        double hit = x->ep_local * (1 - pow(1 - 1 / x->ep_local, assignments));
-        double flops = 2 * assignments * x->ep_params;
-        double bytes = hit * x->ep_bytes + 2 * assignments * x->hidden_bytes;
-        t += chip_op_time(chip, flops, bytes, bits);
-    }
-    return t;
-}
-/* ---- end of issue 19's part ---- */
-
-void serve_price_layers(struct serve *s)
+int serve_price_layers(struct serve *s, struct mp_error *err)
 {
     const struct model *m = &s->pr.model;
     const struct config *c = &s->cfg;
-    double W = c->model.weight_bits / 8.0, A = c->model.activation_bits / 8.0;
     int P = priced_count(s), total = 0;
     for (int st = 0; st < P; st++) total += priced_stage(s, st).last - priced_stage(s, st).first + 1;
     s->layer_off = mp_xcalloc((size_t)P + 1, sizeof *s->layer_off);
     s->layers = mp_xcalloc((size_t)(total > 0 ? total : 1), sizeof *s->layers);
+    struct serve_pricer *p = s->pricer = mp_xcalloc(1, sizeof *s->pricer);
+    p->memo = mp_xcalloc((size_t)(P > 0 ? P : 1) * SERVE_MEMO, sizeof *p->memo);
+    p->attention = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->attention);
+    p->first = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->first);
+    p->kp = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->kp);
+    if (s->priced && s->pool)
+        for (int q = 0; q < s->n_pools; q++) p->first[s->pool[q].priced0] = true;
+    else if (P > 0)
+        p->first[0] = true;
     int n = 0;
     for (int st = 0; st < P; st++) {
         struct serve_priced ps = priced_stage(s, st);
-        struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = ps.tp,
-                                  .weight_bits = c->model.weight_bits, .kv_bits = c->model.kv_bits };
-        s->layer_off[st] = n;
+        p->kp[st] = (struct kernel_params){
+            .seq_len = 1, .micro_batch = 1, .tp = ps.tp, .weight_bits = c->model.weight_bits,
+            .activation_bits = c->model.activation_bits, .kv_bits = c->model.kv_bits,
+            .compute_bits = c->model.compute_bits, .flash = true, .ep = ps.ep,
+        };
+    s->layer_off[st] = n;
         for (int l = ps.first; l <= ps.last; l++) {
             const struct layer *L = &m->layer[l];
-            struct layer_cost lc;
-            model_layer_cost(m, l, &cp, &lc);
-            struct serve_layer *x = &s->layers[n++];
-            *x = (struct serve_layer){
-                .kind = L->kind, .attn = L->attn,
-                .fixed_bytes = (L->params - L->expert_params) * W,
-                .expert_bytes = L->expert_params * W,
-                .expert_frac = m->experts ? (double)m->experts_per_token / m->experts : 0,
-                .matmul_params = L->matmul_params,
-                .kv_per_token = lc.kv_bytes_per_token, .state = lc.state_bytes_per_request,
-                .window = lc.kv_window,
-                .hidden_bytes = m->hidden * A, .row_bytes = m->hidden * W,
-                .vocab = m->vocab, .head_flops = 2.0 * m->vocab * m->hidden,
+            s->layers[n++] = (struct serve_layer){
+                .layer = l, .kind = L->kind, .attn = L->attn, .mixer = L->mixer, .mlp = L->mlp,
+                .moe = L->moe, .window = L->window, .params = L->params,
+                .matmul_params = L->matmul_params, .expert_params = L->expert_params,
             };
-            /* The mixer's core FLOPs (models/layer_kinds.c): per (token,
-             * context) pair for softmax attention, per token for linear
-             * attention and state-space layers. */
-            double per_pair = 0, per_token = 0;
-            if (L->kind == LAYER_DECODER) layer_core_flops(m, L, &per_pair, &per_token);
-            x->attn_coef = L->attn == ATTN_LINEAR ? per_token : per_pair;
-            if (ps.tp > 1 || ps.ep > 1) shard_layer(x, m, L, W, ps.tp, ps.ep);
-            for (int i = 0; i < POW_TAB; i++) x->miss[i] = pow(1 - x->expert_frac, i);
+            if (L->kind == LAYER_DECODER) p->attention[st] = true;
         }
     }
     s->layer_off[P] = n;
+    int rc = calib_load_default(&p->calib, &s->sys.chip, err);
+    if (rc) return rc;
+    p->calib.graphs = true; /* serving replays its steps as CUDA graphs */
+    if (c->model.compute_bits == 8 && !(s->sys.chip.peak_fp8 > 0))
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%s%skey model.compute_bits = 8: chip %s has no FP8 peak "
+                       "(hardware/chips.csv fp8_tflops = 0); expected 16 on this chip",
+                       c->path, c->path[0] ? ": " : "", s->sys.chip.name);
+    kernel_window_of(m, &p->win);
+    p->shape = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->shape);
+    for (int st = 0; st < P; st++)
+        for (int i = s->layer_off[st]; i < s->layer_off[st + 1]; i++)
+            kernels_serve_attention_shape(m, s->layers[i].layer, &p->kp[st], &p->shape[i]);
+    return MP_OK;
 }
 
-mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs, double ctx,
-                        double items, double emits)
+void serve_price_describe(const struct serve *s, char *buf, size_t size)
 {
-    const struct chip *chip = &s->pr.chip;
-    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
-    mp_time t = 0;
-    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
-        const struct serve_layer *x = &s->layers[i];
-        double flops = 0, bytes = 0;
-        if (x->kind == LAYER_EMBEDDING) {
-            bytes = (T < x->vocab ? T : x->vocab) * x->row_bytes + T * x->hidden_bytes;
-        } else if (x->kind == LAYER_LM_HEAD) {
-            if (emits <= 0) continue;
-            flops = emits * x->head_flops;
-            bytes = x->fixed_bytes + emits * x->hidden_bytes;
-        } else {
-            flops = 2 * T * x->matmul_params;
-            bytes = x->fixed_bytes + 2 * T * x->hidden_bytes;
-            if (x->expert_bytes > 0)
-                bytes += x->expert_bytes * (1 - (T < POW_TAB && T == (int)T ? x->miss[(int)T]
-                                                             : pow(1 - x->expert_frac, T)));
-            if (x->attn == ATTN_LINEAR) {
-                flops += x->attn_coef * T;
-                bytes += 2 * items * x->state;
-            } else if (x->window > 0) {
-                /* A sliding window or chunk: each item attends and keeps at
-                 * most `window` tokens. From the pass's totals the bound is
-                 * items × window (exact when every item is inside its
-                 * window, or every one past it). */
-                double kv = ctx + T, cap = items * x->window, p = pairs, pcap = T * x->window;
-                flops += x->attn_coef * (p < pcap ? p : pcap);
-                bytes += (kv < cap ? kv : cap) * x->kv_per_token;
-            } else {
-                flops += x->attn_coef * pairs;
-                bytes += (ctx + T) * x->kv_per_token; /* read the cache, write the new */
-            }
-        }
-        t += chip_op_time(chip, flops, bytes, bits);
+    const struct calib *c = &s->pricer->calib;
+    char launch[64], host[64];
+    double l = c->graphs ? c->graph_launch_s : c->launch_s;
+    if (l > 0) snprintf(launch, sizeof launch, "%.3g us a kernel (%s)", l * 1e6,
+                        c->graphs ? "CUDA graphs" : "launched one by one, eager");
+    else snprintf(launch, sizeof launch, "no per-kernel launch");
+    if (c->host_s > 0) snprintf(host, sizeof host, ", host %.3g ms a step beside stage 0's pass",
+                                c->host_s * 1e3);
+    else host[0] = '\0';
+    if (c->generic)
+        snprintf(buf, size, "%s has no rows in %s: generic rows (*) with its catalogue "
+                 "compute_eff and mem_eff; %s%s", c->chip, c->path, launch, host);
+    else
+        snprintf(buf, size, "priced by the %s rows of %s; %s%s%s", c->chip, c->path, launch, host,
+                 s->cfg.model.compute_bits == 8 ? "; FP8 GEMMs" : "");
+}
+
+void serve_price_release(struct serve *s)
+{
+    struct serve_pricer *p = s->pricer;
+    if (!p) return;
+    calib_release(&p->calib);
+    kernel_list_release(&p->kl);
+    free(p->memo);
+    free(p->attention);
+    free(p->first);
+    free(p->kp);
+    free(p->shape);
+    free(p);
+    s->pricer = NULL;
+}
+
+/* Seconds of the kernels `which` (kernels.h) of a stage's layers. */
+static double stage_kernels(const struct serve *s, int stage, const struct kernel_batch *b,
+                            int which)
+{
+    struct serve_pricer *p = s->pricer;
+    kernel_list_clear(&p->kl);
+    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++)
+        kernels_serve_layer(&s->pr.model, s->layers[i].layer, &p->kp[stage], b, which, &p->kl);
+    double t = 0;
+    for (int i = 0; i < p->kl.n; i++) {
+        struct calib_cost c;
+        calib_kernel(&p->calib, &p->kl.k[i], &c);
+        t += c.busy + c.launch;
     }
     return t;
+}
+
+void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
+                     bool decode, bool emits)
+{
+    kernel_batch_add(b, tokens, past, decode, emits, &s->pricer->win);
+}
+
+void serve_price_eager(struct serve *s)
+{
+    s->pricer->calib.graphs = false;
+    s->pricer->calib.host_s = 0;
+}
+
+void serve_price_no_host(struct serve *s) { s->pricer->calib.host_s = 0; }
+
+mp_time serve_expert_time(const struct serve *s, int stage, double assignments)
+{
+    struct serve_pricer *p = s->pricer;
+    const struct model *m = &s->pr.model;
+    const struct kernel_params *kp = &p->kp[stage];
+    if (kp->ep <= 1 || assignments <= 0 || m->experts <= 0) return 0;
+    /* The chip's experts/ep experts; assignments spread evenly over them:
+     * the distinct ones a pass reaches, E_l·(1 − (1 − 1/E_l)^a) in
+     * expectation (mlp_moe's rule for the experts a pass reads), each with
+     * a / hit token copies, as one grouped GEMM per matrix. */
+    double El = (double)m->experts / kp->ep;
+    double hit = El * (1 - pow(1 - 1 / El, assignments));
+    if (!(hit > 0)) return 0;
+    int moe = 0;
+    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) moe += s->layers[i].moe;
+    if (moe == 0) return 0;
+    kernel_list_clear(&p->kl);
+    kernels_serve_experts(m, assignments / hit, hit, kp, &p->kl);
+    double t = 0;
+    for (int j = 0; j < p->kl.n; j++) {
+        struct calib_cost c;
+        calib_kernel(&p->calib, &p->kl.k[j], &c);
+        t += c.busy + c.launch;
+    }
+    t *= moe; /* every MoE layer of the stage routes the same copies */
+    double ps = t * 1e12;
+    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+}
+
+mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b)
+{
+    struct serve_pricer *p = s->pricer;
+    /* Token and emit counts are whole numbers below the token budget. */
+    size_t h = ((size_t)b->tokens * 40503u + (size_t)b->emits) % SERVE_MEMO;
+    struct serve_memo *m = &p->memo[(size_t)stage * SERVE_MEMO + h];
+    if (!m->set || m->tokens != b->tokens || m->emits != b->emits)
+        *m = (struct serve_memo){ b->tokens, b->emits, stage_kernels(s, stage, b, KSERVE_TOKENS),
+                                  true };
+    double t = m->seconds;
+    /* The attention part, priced anew each pass (decode members' KV grows
+     * by a token a pass): kernels_serve_layer's KSERVE_ATTENTION kernels,
+     * from shapes taken once. */
+    for (int i = s->layer_off[stage]; p->attention[stage] && i < s->layer_off[stage + 1]; i++) {
+        struct kernel k[2];
+        int n = kernels_serve_attention(&p->shape[i], b, k);
+        for (int j = 0; j < n; j++) {
+            struct calib_cost c;
+            calib_kernel(&p->calib, &k[j], &c);
+            t += c.busy + c.launch;
+        }
+    }
+    /* The host's scheduling and sampling for a step run beside the GPU's
+     * (an overlap scheduler), one pass at a time: stage 0 takes at least
+     * that long per pass (every replica's first stage). */
+    if (p->first[stage] && p->calib.host_s > t) t = p->calib.host_s;
+    double ps = t * 1e12;
+    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+}
+
+mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl)
+{
+    return serve_batch_time(s, stage, &sl->b);
 }
 
 mp_time serve_stage_time(const struct serve *s, int stage, const struct serve_item *items,
                          int n)
 {
-    double T = 0, pairs = 0, ctx = 0, emits = 0;
-    for (int i = 0; i < n; i++) {
-        T += items[i].tokens;
-        pairs += (double)items[i].tokens * (items[i].past + items[i].tokens);
-        ctx += items[i].past;
-        emits += items[i].emits;
-    }
-    return serve_sum_time(s, stage, T, pairs, ctx, n, emits);
+    struct kernel_batch b = { 0 };
+    for (int i = 0; i < n; i++)
+        serve_batch_add(s, &b, items[i].tokens, items[i].past, items[i].decode, items[i].emits);
+    return serve_batch_time(s, stage, &b);
 }
 
 /* Whether global stage g is the last of its replica (issue 19: replicas; a

@@ -175,6 +175,9 @@ void serve_report_text(FILE *f, const struct serve *s)
     fprintf(f, "system      %s: %d × %s (%.2f GB each), hop %s\n", s->sys.name,
             old ? r->stages : serve_chips(s), s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(S0 > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
+    char kernels[512];
+    serve_price_describe(s, kernels, sizeof kernels);
+    fprintf(f, "kernels     %s\n", kernels);
     if (!old) layout_lines(f, s);
     fprintf(f, "serving     %d stage%s (%s)%s, %d microbatch%s in flight × %d requests, "
                "token budget %d, chunked prefill %s, context %d\n",

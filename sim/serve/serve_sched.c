@@ -249,21 +249,23 @@ static void finish(struct former *f)
         if (s->req[f->mem[i]].chunk >= 0) f->mem[kept++] = f->mem[i];
         else s->req[f->mem[i]].chunk = 0;
     sl->n = kept;
-    sl->tokens = f->T;
-    sl->pairs = sl->ctx = sl->items = sl->emits = sl->spec_items = sl->spec_ctx = 0;
+    memset(&sl->b, 0, sizeof sl->b);
+    sl->spec_items = sl->spec_ctx = 0;
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[f->mem[i]];
         if (r->chunk == 0) continue;
         double past = r->kv, tok = priced_tokens(f, r);
+        bool decode = is_decode(r), emits = r->kv + r->chunk == serve_seq(r);
+        serve_batch_add(s, &sl->b, tok, past, decode, emits);
         if (tok != r->chunk) {
+            /* A speculative step: the draft proposes for it, and the
+             * model's LM head scores all k + 1 positions to verify them. */
             sl->spec_items++;
             sl->spec_ctx += past;
+            sl->b.emits += tok - 1;
         }
-        sl->pairs += tok * (past + tok);
-        sl->ctx += past;
-        sl->items++;
-        sl->emits += r->kv + r->chunk == serve_seq(r);
     }
+    sl->b.tokens = f->T;
 }
 
 static void form(struct serve *s, int k, enum sched_mode mode, bool priority)

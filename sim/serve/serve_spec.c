@@ -11,7 +11,7 @@
  * one decoder layer's). It runs beside stage 0 of a one-stage replica,
  * split by the replica's tp, its weights (and a draft model's KV) in that
  * chip's memory. A pass's draft time is k steps of one token per
- * speculating request, each priced by serve_sum_time on the draft's layers
+ * speculating request, each priced by the draft's kernels (serve_batch_time)
  * (plus the draft's TP all-reduces); the verification is the model's own
  * pass with k + 1 tokens for each (serve_sched.c).
  *
@@ -132,10 +132,13 @@ int serve_spec_setup(struct serve *s, struct mp_error *err)
     sh->cfg = s->cfg;
     sh->pr.model = *dm; /* borrowed: the layers stay with their owner */
     sh->pr.chip = s->pr.chip;
+    sh->sys.chip = s->sys.chip; /* what serve_price_layers prices on */
     sh->stages = sh->n_priced = 1;
     sh->priced = mp_xcalloc(1, sizeof *sh->priced);
     sh->priced[0] = (struct serve_priced){ first, last, P->tp, 1 };
-    serve_price_layers(sh);
+    int rc = serve_price_layers(sh, err);
+    if (rc) return rc;
+    serve_price_no_host(sh); /* the model's stage 0 pays the step's host work */
     if (in->speculative == SPEC_DRAFT && P->block_bytes[0] > 0) {
         /* The draft keeps KV for the same tokens, beside the model's. */
         struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = P->tp,
@@ -159,6 +162,7 @@ void serve_spec_release(struct serve *s)
 {
     struct serve_spec *sp = s->spec;
     if (!sp) return;
+    serve_price_release(&sp->shell);
     free(sp->shell.layers);
     free(sp->shell.layer_off);
     free(sp->shell.priced);
@@ -175,10 +179,20 @@ mp_time serve_spec_draft_time(struct serve *s, double items, double ctx)
     if (!sp || items <= 0) return 0;
     int k = s->cfg.inference.spec_tokens;
     mp_time t = 0;
+    /* A member at the mean context, for the windowed sums (exact for a
+     * draft of full attention, whose sums are linear in the context). */
+    struct kernel_batch one = { 0 };
     for (int j = 0; j < k; j++) {
-        /* Proposal j reads the context and the j proposals before it. */
+        /* Proposal j: one token per request, reading the context and the j
+         * proposals before it, sampled. */
         double c = ctx + j * items;
-        t += serve_sum_time(&sp->shell, 0, items, c + items, c, items, items);
+        memset(&one, 0, sizeof one);
+        serve_batch_add(&sp->shell, &one, 1, c / items, true, true);
+        struct kernel_batch b = {
+            .tokens = items, .emits = items, .items = items, .decode = items,
+            .decode_ctx = c + items, .decode_ctx_win = one.decode_ctx_win * items,
+        };
+        t += serve_batch_time(&sp->shell, 0, &b);
     }
     if (sp->tp > 1) {
         int chips[sp->tp];

@@ -16,7 +16,8 @@
 #include "sim/strategy/context.h"
 #include "sim/io/config.h"
 #include "cost.h"
-#include "hardware/efficiency.h"
+#include "hardware/calib.h"
+#include "models/kernels.h"
 #include "sim/engine/engine.h"
 #include "sim/strategy/experts.h"
 #include "models/model.h"
@@ -39,6 +40,18 @@ struct stage_report {
      * stream waited for: the split's exposed_* parts (step_split.h). */
     mp_time exposed_comm[N_COMM_KINDS];
     struct step_split split; /* the stage's step accounting, sums to step_time */
+};
+
+/* Where one stage pass's time goes (`mpsim run --breakdown`): seconds of
+ * one microbatch by kernel class (calib.h: gemm, attention, memory,
+ * launch) and, per class, the calibration row that priced its largest
+ * kernel. BD_RECOMPUTE is what the backward re-runs first. */
+enum { BD_F, BD_B, BD_W, BD_RECOMPUTE, N_BD };
+struct time_breakdown {
+    double s[N_CT];
+    int row[N_CT];      /* index into sim.calib.rows, -1 none */
+    double top[N_CT];   /* that kernel's seconds */
+    int kernels;
 };
 
 struct sim_result {
@@ -95,7 +108,15 @@ struct sim {
     struct chip_catalog catalog;
     struct system sys;
     bool has_system;
-    struct efficiency eff;          /* op efficiency by shape (hardware/efficiency.csv) */
+    struct calib calib;             /* kernel calibration rows of the chip (hardware/kernels.csv) */
+    bool has_calib;
+    struct kernel_params kp;        /* kernel shapes of the scenario (price.c) */
+    struct layer_price *price;      /* [model.n_layers]: each layer's kernels priced */
+    struct time_breakdown *layer_bd;/* [model.n_layers × N_BD] */
+    struct time_breakdown *stage_bd;/* [prog.stages × N_BD] */
+    struct kernel_list kl;          /* scratch kernel list */
+    struct price_memo *expert_memo; /* routed-expert times by token count (price.c) */
+    bool want_breakdown;            /* sim_options.breakdown */
     struct pipe_program prog;
     bool has_prog;
     struct stage_cost *stage_cost;  /* [prog.stages] */
@@ -118,6 +139,7 @@ struct sim_options {
     bool record_released; /* keep which op released each op (engine.released_by: timeline, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
+    bool breakdown;     /* keep and report where each stage pass's time goes */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
