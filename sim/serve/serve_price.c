@@ -27,8 +27,36 @@ struct serve_pricer {
     bool *attention;            /* [priced stages]: has layers whose time depends on who is in it */
     bool *first;                /* [priced stages]: a replica's stage 0 (pays the host step) */
     struct kernel_attention *shape; /* [s->layers]: each layer's serving attention */
+    /* [s->layers]: the first layer of its stage with the same attention
+     * shape (a 70B model's 80 decoders have one), whose kernels a pass
+     * prices once; their costs, the current pass's. */
+    int *rep;
+    int *kn;
+    double (*kc)[2];
+    /* [s->layers]: the first layer of its stage with the same kinds
+     * (kernels.c reads a layer's kind, mixer, MLP and window only), whose
+     * token-count kernels a memo miss prices once; their costs in `tc`
+     * from tc_off for tc_n. */
+    int *trep, *tc_off, *tc_n;
+    double *tc;
+    int tc_cap;
     struct kernel_window win;   /* the model's attention window */
 };
+
+static bool same_kinds(const struct serve_layer *a, const struct serve_layer *b)
+{
+    return a->kind == b->kind && a->mixer == b->mixer && a->mlp == b->mlp &&
+           a->window == b->window && a->moe == b->moe;
+}
+
+static bool same_shape(const struct kernel_attention *a, const struct kernel_attention *b)
+{
+    return a->kind == b->kind && a->kv_token == b->kv_token &&
+           a->flops_decode == b->flops_decode && a->flops_prefill == b->flops_prefill &&
+           a->q_bytes == b->q_bytes && a->flops_token == b->flops_token &&
+           a->state_bytes == b->state_bytes && a->io_token == b->io_token &&
+           a->head_dim == b->head_dim && a->windowed == b->windowed && a->window == b->window;
+}
 
 /* Issue 19 (replicas): a priced stage is the layers one chip of a stage
  * group holds, its kernels shaped by the group's tensor-parallel degree
@@ -95,9 +123,27 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
                        c->path, c->path[0] ? ": " : "", s->sys.chip.name);
     kernel_window_of(m, &p->win);
     p->shape = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->shape);
+    p->rep = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->rep);
+    p->kn = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->kn);
+    p->kc = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->kc);
+    p->trep = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->trep);
+    p->tc_off = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->tc_off);
+    p->tc_n = mp_xcalloc((size_t)(n > 0 ? n : 1), sizeof *p->tc_n);
     for (int st = 0; st < P; st++)
-        for (int i = s->layer_off[st]; i < s->layer_off[st + 1]; i++)
+        for (int i = s->layer_off[st]; i < s->layer_off[st + 1]; i++) {
             kernels_serve_attention_shape(m, s->layers[i].layer, &p->kp[st], &p->shape[i]);
+            p->rep[i] = p->trep[i] = i;
+            for (int j = s->layer_off[st]; j < i; j++)
+                if (p->rep[j] == j && same_shape(&p->shape[j], &p->shape[i])) {
+                    p->rep[i] = j;
+                    break;
+                }
+            for (int j = s->layer_off[st]; j < i; j++)
+                if (p->trep[j] == j && same_kinds(&s->layers[j], &s->layers[i])) {
+                    p->trep[i] = j;
+                    break;
+                }
+        }
     return MP_OK;
 }
 
@@ -131,23 +177,41 @@ void serve_price_release(struct serve *s)
     free(p->first);
     free(p->kp);
     free(p->shape);
+    free(p->rep);
+    free(p->kn);
+    free(p->kc);
+    free(p->trep);
+    free(p->tc_off);
+    free(p->tc_n);
+    free(p->tc);
     free(p);
     s->pricer = NULL;
 }
 
-/* Seconds of the kernels `which` (kernels.h) of a stage's layers. */
+/* Seconds of the kernels `which` (kernels.h) of a stage's layers: each
+ * layer of distinct kinds priced once, every layer's kernel costs added in
+ * order (the sum a kernel-by-kernel walk gives). */
 static double stage_kernels(const struct serve *s, int stage, const struct kernel_batch *b,
                             int which)
 {
     struct serve_pricer *p = s->pricer;
-    kernel_list_clear(&p->kl);
-    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++)
-        kernels_serve_layer(&s->pr.model, s->layers[i].layer, &p->kp[stage], b, which, &p->kl);
+    int used = 0;
     double t = 0;
-    for (int i = 0; i < p->kl.n; i++) {
-        struct calib_cost c;
-        calib_kernel(&p->calib, &p->kl.k[i], &c);
-        t += c.busy + c.launch;
+    for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
+        int r = p->trep[i];
+        if (r == i) {
+            kernel_list_clear(&p->kl);
+            kernels_serve_layer(&s->pr.model, s->layers[i].layer, &p->kp[stage], b, which, &p->kl);
+            MP_GROW(p->tc, p->tc_cap, used + p->kl.n);
+            p->tc_off[i] = used;
+            p->tc_n[i] = p->kl.n;
+            for (int j = 0; j < p->kl.n; j++) {
+                struct calib_cost c;
+                calib_kernel(&p->calib, &p->kl.k[j], &c);
+                p->tc[used++] = c.busy + c.launch;
+            }
+        }
+        for (int j = 0; j < p->tc_n[r]; j++) t += p->tc[p->tc_off[r] + j];
     }
     return t;
 }
@@ -207,15 +271,20 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
     double t = m->seconds;
     /* The attention part, priced anew each pass (decode members' KV grows
      * by a token a pass): kernels_serve_layer's KSERVE_ATTENTION kernels,
-     * from shapes taken once. */
+     * from shapes taken once, each distinct shape priced once a pass and
+     * its costs added layer by layer in order (the same sum). */
     for (int i = s->layer_off[stage]; p->attention[stage] && i < s->layer_off[stage + 1]; i++) {
-        struct kernel k[2];
-        int n = kernels_serve_attention(&p->shape[i], b, k);
-        for (int j = 0; j < n; j++) {
-            struct calib_cost c;
-            calib_kernel(&p->calib, &k[j], &c);
-            t += c.busy + c.launch;
+        int r = p->rep[i];
+        if (r == i) {
+            struct kernel k[2];
+            p->kn[i] = kernels_serve_attention(&p->shape[i], b, k);
+            for (int j = 0; j < p->kn[i]; j++) {
+                struct calib_cost c;
+                calib_kernel(&p->calib, &k[j], &c);
+                p->kc[i][j] = c.busy + c.launch;
+            }
         }
+        for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
     }
     /* The host's scheduling and sampling for a step run beside the GPU's
      * (an overlap scheduler), one pass at a time: stage 0 takes at least
