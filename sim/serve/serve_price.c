@@ -101,7 +101,7 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
             .activation_bits = c->model.activation_bits, .kv_bits = c->model.kv_bits,
             .compute_bits = c->model.compute_bits, .flash = true, .ep = ps.ep,
         };
-    s->layer_off[st] = n;
+        s->layer_off[st] = n;
         for (int l = ps.first; l <= ps.last; l++) {
             const struct layer *L = &m->layer[l];
             s->layers[n++] = (struct serve_layer){
