@@ -635,6 +635,7 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     s->stage_busy = mp_xcalloc((size_t)S, sizeof *s->stage_busy);
     s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
+    s->sched = serve_scheduler_of(s);
     for (int r = 0; r < s->replicas; r++) {
         s->rep[r].n_idle = s->pool[s->rep[r].pool].slots;
         s->rep[r].wait.heap = serve_scheduler_of(s)->priority;

@@ -262,6 +262,7 @@ struct serve_record {
 struct serve_layer;
 struct serve_slot;
 struct serve_fast;
+struct serve_scheduler;
 struct serve_pool;
 struct serve_replica;
 struct serve_kvpool;
@@ -315,6 +316,7 @@ struct serve {
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
     gsl_rng *rng;              /* the run's draws during serving (speculation, think times) */
     struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
+    const struct serve_scheduler *sched; /* inference.scheduler's entry (serve_sched.c) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

@@ -55,11 +55,16 @@ static void vd_add(struct vdist *d, double x)
             d->h->bin[d->last_bin]++;
             return;
         }
-        vd_bin(d->h, x);
+        /* vd_bin's bin, found once (one logarithm, one search). */
         double l = x > 0 ? log(x) : DIST_LO;
         if (l < DIST_LO) l = DIST_LO;
         if (l >= DIST_HI) l = nextafter(DIST_HI, 0);
-        if (gsl_histogram_find(d->h, l, &d->last_bin) == GSL_SUCCESS) d->last_x = x;
+        size_t i;
+        if (gsl_histogram_find(d->h, l, &i) == GSL_SUCCESS) {
+            d->h->bin[i]++;
+            d->last_bin = i;
+            d->last_x = x;
+        }
         return;
     }
     if (d->n == DIST_EXACT) {

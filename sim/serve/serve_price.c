@@ -275,16 +275,17 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
      * its costs added layer by layer in order (the same sum). */
     for (int i = s->layer_off[stage]; p->attention[stage] && i < s->layer_off[stage + 1]; i++) {
         int r = p->rep[i];
-        if (r == i) {
-            struct kernel k[2];
-            p->kn[i] = kernels_serve_attention(&p->shape[i], b, k);
-            for (int j = 0; j < p->kn[i]; j++) {
-                struct calib_cost c;
-                calib_kernel(&p->calib, &k[j], &c);
-                p->kc[i][j] = c.busy + c.launch;
-            }
+        if (r != i) {
+            for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
+            continue;
         }
-        for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
+        struct kernel k[2];
+        p->kn[i] = kernels_serve_attention(&p->shape[i], b, k);
+        for (int j = 0; j < p->kn[i]; j++) {
+            struct calib_cost c;
+            calib_kernel(&p->calib, &k[j], &c);
+            t += p->kc[i][j] = c.busy + c.launch;
+        }
     }
     /* The host's scheduling and sampling for a step run beside the GPU's
      * (an overlap scheduler), one pass at a time: stage 0 takes at least

@@ -355,6 +355,7 @@ const struct serve_scheduler *serve_scheduler_find(const char *name)
 
 const struct serve_scheduler *serve_scheduler_of(const struct serve *s)
 {
+    if (s->sched) return s->sched; /* looked up once: a pass asks it */
     const struct serve_scheduler *x = serve_scheduler_find(s->cfg.inference.scheduler);
     return x ? x : &schedulers[0];
 }
