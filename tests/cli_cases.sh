@@ -266,6 +266,42 @@ expect 2 "compare: which two?" -- compare scenarios/teach-bubbles.ini
 echo '{"not": "a run"}' >"$T/notrun.json"
 expect 2 "notrun.json: expected the JSON object \`mpsim run --json\` prints" -- compare "$T/notrun.json" scenarios/teach-bubbles.ini
 expect 2 "explain: --top: expected a whole number" -- explain scenarios/teach-bubbles.ini --top 0
+# Serving on clusters (issue 19): --slo, serve-plan, layouts beyond the system.
+scen l70.ini <<'EOF2'
+[model]
+config = llama3-70b
+[hardware]
+system = dgx-h100
+nodes = 1
+[parallel]
+tp = 4
+[inference]
+placement = even
+replicas = 2
+requests = 40
+rate = 10
+EOF2
+expect 2 "--slo: unknown metric 'ttfb'|ttft, tpot or e2e" -- run "$T/l70.ini" --slo ttfb=1s
+expect 2 "--slo is for serving scenarios" -- run scenarios/teach-bubbles.ini --slo ttft=1s
+sed 's/^replicas = 2/replicas = 3/' "$T/l70.ini" >"$T/l70x3.ini"
+expect 2 "l70x3.ini:10: key inference.replicas = 3|expected at most 2 replicas" -- run "$T/l70x3.ini"
+expect 2 "l70.ini: key inference.replicas = 3|need 12 chips on nodes of 8" -- run "$T/l70.ini" --set inference.replicas=3
+expect 2 "serve-plan: --rate R (requests/s) is required" -- serve-plan "$T/l70.ini" --slo ttft=1s
+expect 2 "serve-plan: --slo is required" -- serve-plan "$T/l70.ini" --rate 5
+expect 2 "--slo: unknown metric 'latency'" -- serve-plan "$T/l70.ini" --rate 5 --slo latency=1s
+expect 2 "serve-plan: --attain: expected a share" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --attain 2
+expect 2 "has no [inference] section" -- serve-plan scenarios/teach-bubbles.ini --rate 5 --slo ttft=1s
+expect 2 "--vary inference.replicas" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --vary inference.replicas=0
+expect 2 "key inference.scheduler = 'fcfs': unknown scheduler" -- run "$T/l70.ini" --set inference.scheduler=fcfs
+"$MPSIM" run "$T/l70.ini" --slo ttft=10s,tpot=1s --json >"$T/slo.json" 2>"$T/stderr" &&
+    grep -q '"requests_met":	40' "$T/slo.json" && ok || no "run --slo goodput"
+"$MPSIM" serve-plan "$T/l70.ini" --rate 10 --slo ttft=2s,tpot=100ms --vary inference.replicas=1,2 \
+    --vary parallel.tp=4,8 --out "$T/plan.csv" --quiet >"$T/plan.txt" 2>"$T/stderr" &&
+    grep -q '^  rank  layout' "$T/plan.txt" && [ -f "$T/plan.csv" ] &&
+    [ "$(wc -l <"$T/plan.csv")" -eq 5 ] && ok || { no "serve-plan runs"; cat "$T/stderr"; }
+"$MPSIM" list schedulers | grep -q '^decode_first .*TGI' && "$MPSIM" list routers |
+    grep -q '^prefix_aware' && ok || no "list schedulers/routers"
+
 viewer="$(dirname "$MPSIM")/mpsim-view"
 if [ -x "$viewer" ]; then
     "$viewer" scenarios/teach-bubbles.ini --screenshot "$T/out.jpg" 2>"$T/stderr"

@@ -83,7 +83,7 @@ grep -q '^   1. step_time_s 0.024 ' "$T/out" && grep -q 'Pareto front' "$T/out" 
 # min(59 × micro_batch, requests) = 59, 118, 236, 300.
 "$MPSIM" sweep scenarios/kimi-k3-wafers.ini --set inference.requests=300 --set inference.rate=1000 \
     --vary inference.micro_batch=1..8*2 --out "$T/serve.csv" --quiet 2>"$T/err" || cat "$T/err"
-head -1 "$T/serve.csv" | grep -q '^inference.micro_batch,step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,requests_completed,requests_per_s,max_inflight,kv_peak_fraction,chips,usd_per_mtok,feasible,reason$' &&
+head -1 "$T/serve.csv" | grep -q '^inference.micro_batch,step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,requests_completed,requests_per_s,max_inflight,kv_peak_fraction,chips,usd_per_mtok,usd_per_hour,goodput_frac,goodput_rps,itl_p99_s,preemptions,replicas,feasible,reason$' &&
     [ "$(awk -F, 'NR > 1 { printf "%s:%s:%s:%s ", $1, $9, $11, $13 }' "$T/serve.csv")" = \
       "1:300:59:59 2:300:118:59 4:300:236:59 8:300:300:59 " ] && ok ||
     { bad "serving sweep columns / max_inflight"; cat "$T/serve.csv"; }

@@ -46,12 +46,16 @@
 
 /* The metric columns of a serving sweep (sim/serve/serve.h): step_time_s is the
  * makespan, tokens_per_s output tokens per second; latencies in seconds
- * over completed requests; chips = pipeline stages; usd_per_mtok per
- * million output tokens (chips × makespan priced as cost.h says). */
+ * over completed requests; chips = every replica's chips; usd_per_mtok per
+ * million output tokens (chips × makespan priced as cost.h says),
+ * usd_per_hour the chips' hourly price; goodput_frac the share of requests
+ * meeting the SLO keys (inference.slo_*; all of them when none is set),
+ * goodput_rps those per second. */
 #define SWEEP_SERVE_COLUMNS                                                   \
     "step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"    \
     "e2e_p50_s,requests_completed,requests_per_s,max_inflight,"               \
-    "kv_peak_fraction,chips,usd_per_mtok"
+    "kv_peak_fraction,chips,usd_per_mtok,usd_per_hour,goodput_frac,"          \
+    "goodput_rps,itl_p99_s,preemptions,replicas"
 
 /* The most points one sweep may have; a grid larger than this is almost
  * certainly a typo in a range. */

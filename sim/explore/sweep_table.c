@@ -198,7 +198,8 @@ bool sweep_table_feasible(const struct sweep_table *t, int row)
 int sweep_metric_sense(const char *column)
 {
     return !strcmp(column, "tokens_per_s") || !strcmp(column, "mfu") ||
-                   !strcmp(column, "requests_completed") || !strcmp(column, "requests_per_s")
+                   !strcmp(column, "requests_completed") || !strcmp(column, "requests_per_s") ||
+                   !strcmp(column, "goodput_frac") || !strcmp(column, "goodput_rps")
                ? +1 : -1;
 }
 

@@ -491,7 +491,12 @@ int config_set(struct config *cfg, const char *assignment, const char *where,
                        assignment);
     memcpy(key, s, (size_t)(e - s));
     key[e - s] = '\0';
-    return config_set_key(cfg, key, eq + 1, where, err);
+    int rc = config_set_key(cfg, key, eq + 1, where, err);
+    /* An override no longer comes from the file's line. */
+    const struct config_key *k = config_find_key(key);
+    if (!rc && k && (size_t)(k - config_keys) < CONFIG_KEY_LINES)
+        cfg->key_line[k - config_keys] = 0;
+    return rc;
 }
 
 void config_format_value(const struct config *cfg, const struct config_key *k, char *buf,
@@ -749,6 +754,8 @@ static int loader_handle(void *user, const char *section, const char *name,
         return loader_fail(ld, MP_ERR_INPUT);
     }
     ld->key_line[idx] = ld->line;
+    assert(idx < CONFIG_KEY_LINES && "more keys than CONFIG_KEY_LINES");
+    ld->work.key_line[idx] = ld->line;
     int rc = config_set_key(&ld->work, k->name, value, where, ld->err);
     if (rc != MP_OK) return loader_fail(ld, rc);
     return 1;
@@ -819,6 +826,17 @@ int config_load(struct config *cfg, const char *path, struct mp_error *err)
     free(ld.lines);
     free(ld.key_line);
     return status;
+}
+
+const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size)
+{
+    const struct config_key *k = config_find_key(key);
+    size_t idx = k ? (size_t)(k - config_keys) : CONFIG_KEY_LINES;
+    int line = idx < CONFIG_KEY_LINES ? cfg->key_line[idx] : 0;
+    const char *file = cfg->path[0] ? cfg->path : "scenario";
+    if (line > 0) snprintf(buf, size, "%s:%d: key %s", file, line, key);
+    else snprintf(buf, size, "%s: key %s", file, key);
+    return buf;
 }
 
 /* ---- finding presets ---------------------------------------------------- */

@@ -18,15 +18,23 @@
 enum model_kind { MODEL_TRANSFORMER, MODEL_SYNTHETIC };
 enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 /* [inference] choices, in the key table's order (sim/serve/serve.h). */
-enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
-enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
+enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE, ARRIVALS_GAMMA };
+enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL, DIST_EMPIRICAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
+/* Issue 19 (branch serving): KV cache, preemption, speculative decoding. */
+enum serve_kv_cache { KV_PAGED, KV_RESERVE };
+enum serve_preemption { PREEMPT_RECOMPUTE, PREEMPT_SWAP };
+enum serve_speculative { SPEC_NONE, SPEC_DRAFT, SPEC_MTP };
+enum serve_spec_draw { SPEC_DRAW_BERNOULLI, SPEC_DRAW_EXPECTED };
 /* Training recipes (issue 14; docs/recipes.md), in the key table's order. */
 enum attention_kind { ATTENTION_FLASH, ATTENTION_UNFUSED };
 enum precision_kind { PRECISION_FP32, PRECISION_BF16 };
 enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
+/* Room for the line of each key (struct config key_line); more keys than
+ * this is an assertion in config_load. */
+#define CONFIG_KEY_LINES 512
 
 /* Parallel degrees are capped so products of them stay far inside int. */
 #define CONFIG_DEGREE_MAX 1e6
@@ -139,6 +147,36 @@ struct config {
         int concurrency;      /* requests the plan reserves KV for; 0 = auto */
         mp_time horizon;      /* stop serving here; 0 = when every request is done */
         int placement;        /* enum serve_placement: plan | even */
+        /* Issue 19 (branch serving; sim/serve/serve.h, docs/serving.md). */
+        int replicas;         /* copies of the model, each tp x pp (x ep) chips */
+        char router[64];      /* a registered router (serve_router.c) */
+        char scheduler[64];   /* a registered scheduler (serve_sched.c) */
+        int max_num_seqs;     /* vLLM's name for micro_batch; 0 = micro_batch */
+        int max_num_batched_tokens; /* vLLM's name for token_budget; 0 = token_budget */
+        int kv_cache;         /* enum serve_kv_cache: paged | reserve */
+        int block_size;       /* tokens per KV block (paged) */
+        double gpu_memory_utilization; /* share of a chip's memory vLLM may use */
+        int preemption;       /* enum serve_preemption: recompute | swap */
+        double swap_space;    /* bytes of host memory per chip for swapped KV */
+        bool prefix_caching;  /* cache KV blocks by prefix (radix / LRU) */
+        int prefix_tokens;    /* shared system prompt: tokens (0 = none) */
+        int prefix_groups;    /* distinct system prompts */
+        int turns;            /* turns per session (multi-turn) */
+        mp_time think_time;   /* mean gap from a turn's last token to the next turn */
+        double burstiness;    /* Gamma shape of inter-arrival times (arrivals = gamma) */
+        char prompt_file[CONFIG_STR], output_file[CONFIG_STR]; /* empirical length CSVs */
+        char priorities[CONFIG_STR]; /* shares of priority classes, "0.2,0.8" */
+        int max_waiting_tokens;   /* decode_first: decode steps before new prefills */
+        double waiting_served_ratio; /* decode_first: waiting / running to admit */
+        mp_time slo_ttft, slo_tpot, slo_e2e; /* goodput SLO; 0 = not asked */
+        bool disaggregate;    /* separate prefill and decode pools */
+        int prefill_replicas, prefill_tp, prefill_pp; /* 0 tp/pp = parallel.* */
+        int decode_replicas, decode_tp, decode_pp;    /* 0 replicas = inference.replicas */
+        int speculative;      /* enum serve_speculative: none | draft | mtp */
+        char draft_model[CONFIG_STR]; /* draft preset or config.json (speculative = draft) */
+        int spec_tokens;      /* k proposed tokens per step */
+        double spec_acceptance; /* alpha: each proposal accepted with this probability */
+        int spec_draw;        /* enum serve_spec_draw: bernoulli | expected */
     } inference;
 
     /* Expert parallelism (sim/strategy/experts.h): how tokens pick experts
@@ -173,6 +211,11 @@ struct config {
         char max_memory[CONFIG_STR]; /* "0=10GiB,cpu=64GiB"; "auto" = Accelerate's defaults */
         int quantization;   /* enum config_devmap_quant */
     } device_map;
+
+    /* Line of the scenario file each key was read from, by its index in
+     * config_keys[] (0: a default or --set); for messages that name a
+     * key's line after loading (config_key_where). */
+    int key_line[CONFIG_KEY_LINES];
 };
 
 /* [device_map] choices, in the key table's order. */
@@ -249,6 +292,10 @@ int config_check(const struct config *cfg, struct mp_error *err);
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err);
 
+/* Where key `key` was set, for a message: "FILE:LINE: key KEY" when the
+ * scenario file set it, "FILE: key KEY" when a default or --set did (or
+ * "scenario: key KEY" without a file). Returns buf. */
+const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size);
 /* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
 
 /* Set a key's value without recording it as given (recipes use it). */
