@@ -124,6 +124,7 @@ struct config {
         uint64_t seed;
         int fidelity;       /* enum fidelity (collective.h): fast | detailed */
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
+        bool steady_skip;   /* skip repeating periods of the steady state (engine.h) */
     } run;
 };
 

@@ -159,5 +159,9 @@ const struct config_key config_keys[] = {
     KEY("run.collective", CONFIG_ENUM, run.collective, "auto",
         "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
         "collective algorithm for TP, DP and TSP collectives"),
+    /* Issue 22 (scale): steady-state skipping, offload. */
+    KEY("run.steady_skip", CONFIG_BOOL, run.steady_skip, "true", NULL, 1, 0,
+        "skip whole periods of a pipeline's steady state once the engine sees its state "
+        "repeat (results identical to the full run); false = simulate every op"),
     {.name = NULL},
 };

@@ -6,7 +6,8 @@
  * the slowest neighbour pair of the group sets the pace):
  *   ring        all-reduce 2(n−1)·hop(S/n); reduce-scatter, all-gather
  *               (n−1)·hop(S/n); broadcast, a chain pipelined in C chunks,
- *               (n+C−2)·hop(S/C).
+ *               (n+C−2)·s + (n−1)·α with s = hop(S/C) − α (the latency is
+ *               in flight while the next chunk is sent).
  *   tree        (NCCL's double binary tree, pipelined) all-reduce
  *               2·⌈log2 n⌉·α + 2·S/B: every chip sends its partial up one tree
  *               and the result down the other, S each way.
@@ -259,8 +260,15 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
     case COLL_RING:
     default:
         if (op == COLL_ALL_REDUCE) return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
-        if (op == COLL_BROADCAST)
-            return (mp_time)(n + BCAST_CHUNKS - 2) * ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings);
+        if (op == COLL_BROADCAST) {
+            /* Chunk j reaches chip i at (j + i)·s + i·α: each chip forwards a
+             * chunk as it arrives and the latency is in flight, not on the
+             * link (DESIGN.md §2), so the last chunk lands at
+             * (n + C − 2)·s + (n − 1)·α. */
+            mp_time a = ring_hop(sys, chips, n, 0);
+            mp_time ser = ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings) - a;
+            return (mp_time)(n + BCAST_CHUNKS - 2) * ser + (mp_time)(n - 1) * a;
+        }
         return (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
     }
 }
@@ -286,6 +294,7 @@ static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, 
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[x->c->op];
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, tag,
                         system_route_time(x->sys, links, nl, bytes));
+    o.latency = system_route_time(x->sys, links, nl, 0);
     o.bytes = bytes;
     o.comm = x->c->comm;
     o.mb = x->c->mb;

@@ -342,6 +342,9 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     double bytes = pl->stage[s].send_bytes;
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
                         system_route_time(pl->sys, links, n, bytes) + pl->hop);
+    /* The route's latency and the hand-off delay are propagation: the link
+     * and stream are free once the bytes have left (DESIGN.md §2). */
+    o.latency = system_route_time(pl->sys, links, n, 0) + pl->hop;
     o.bytes = bytes;
     o.comm = COMM_PP;
     o.mb = mb;
@@ -393,6 +396,10 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
+    out->origin = out->origin_device = NULL;
+    out->origin_first = g->n_ops;
+    out->n_origin = 0;
+    int cap_origin = 0;
     for (int d = 0; d < prog->devices; d++) {
         int chip = pl->chip_of_device[d];
         out->first_op[d] = out->last_op[d] = out->last_any[d] = -1;
@@ -450,6 +457,19 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 else if (p->kind == PIPE_FB && last_w[d * S + p->stage2] == k)
                     pl->on_grad(pl->hook_ctx, g, d, p->stage2, -1, em.last_compute);
             }
+            if (pl->record_origin) {
+                int n = g->n_ops - out->origin_first;
+                if (n > cap_origin) {
+                    int cap = cap_origin;
+                    MP_GROW(out->origin, cap_origin, n);
+                    MP_GROW(out->origin_device, cap, n);
+                }
+                for (int i = out->n_origin; i < n; i++) {
+                    out->origin[i] = k;
+                    out->origin_device[i] = d;
+                }
+                out->n_origin = n;
+            }
         }
     }
 
@@ -489,5 +509,8 @@ void pipeline_out_release(struct pipeline_out *out)
     free(out->last_op);
     free(out->first_op);
     free(out->last_any);
+    free(out->origin);
+    free(out->origin_device);
     out->last_op = out->first_op = out->last_any = NULL;
+    out->origin = out->origin_device = NULL;
 }

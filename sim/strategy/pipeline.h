@@ -55,12 +55,20 @@ struct pipeline_plan {
      * side (DualPipe's overlap) and ends when both have. NULL = none. */
     const struct ep_plan *experts;
     bool ep_show_ranks;              /* also put the other EP ranks' expert GEMMs on their chips */
+    /* Record, per op appended, which program entry appended it (for the
+     * steady-state period, sim/strategy/steady.h): pipeline_out.origin. */
+    bool record_origin;
 };
 
 struct pipeline_out {
     int *last_op;   /* [devices]: the device's last compute op (its gradients are done) */
     int *first_op;  /* [devices]: the device's first compute op */
     int *last_any;  /* [devices]: the device's last appended pass op (compute or comm) */
+    /* With plan->record_origin: for op ids origin_first .. origin_first +
+     * n_origin − 1, the device and program position whose entry appended it
+     * (hooks included: a ZeRO-3 gather belongs to the pass it feeds). */
+    int32_t *origin, *origin_device;
+    int origin_first, n_origin;
 };
 
 /* Append the pipeline's ops to `g` (not yet finalized). `out` arrays are

@@ -163,7 +163,11 @@ void report_text(FILE *f, const struct sim *s)
                 r->exposed_comm_s[COMM_DP], s->has_experts ? "" : "\n");
     if (s->has_experts) fprintf(f, ", ep %.4g s\n", r->exposed_comm_s[COMM_EP]);
     if (s->has_experts && r->stage) report_experts_text(f, s);
-    fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time\n", r->events, r->sim_wall_s);
+    fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time", r->events, r->sim_wall_s);
+    if (r->steady_skipped_periods > 0)
+        fprintf(f, " (%" PRId64 " periods of steady state skipped, results as simulated in full)",
+                r->steady_skipped_periods);
+    fputc('\n', f);
 
     fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", "stage",
             "chip", "busy", "idle", "first start", "last end", "peak mem", "weights", "grads",
@@ -206,6 +210,9 @@ void report_json(FILE *f, const struct sim *s)
     else
         cJSON_AddStringToObject(root, "infeasible_reason", r->infeasible_reason);
     cJSON_AddNumberToObject(root, "events", (double)r->events);
+    /* Periods of steady state put back rather than simulated op by op
+     * (sim/engine/skip.c); 0 when every op was simulated. */
+    cJSON_AddNumberToObject(root, "steady_state_skipped_periods", (double)r->steady_skipped_periods);
     /* Communication not hidden by compute, per kind: the mean over stages
      * of the time each stage's compute stream sat idle waiting on it. */
     cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");

@@ -13,6 +13,7 @@
 
 #include "sim/strategy/collective.h"
 #include "sim/strategy/data_parallel.h"
+#include "sim/strategy/steady.h"
 #include "sim/strategy/tensor.h"
 #include "sim/io/units.h"
 
@@ -239,7 +240,7 @@ static void expert_state_memory(struct sim *s)
 
 /* Weights, gradients and optimizer state, the DP gradient sync and the
  * optimizer step (data_parallel.h), hooked into the pipeline build. */
-static void build_graph(struct sim *s, struct pipeline_plan *plan)
+static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeline_out *po)
 {
     const struct config *cfg = &s->cfg;
     double *layer_params = NULL;
@@ -254,7 +255,7 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan)
         }
     }
     struct dp_input in = {
-        .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
+        .prog = plan->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp, .zero = cfg->training.zero,
         .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
@@ -274,10 +275,8 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan)
         plan->ep_show_ranks = cfg->experts.show_ranks;
         expert_state_memory(s);
     }
-    struct pipeline_out po;
-    pipeline_build(&s->g, plan, &po);
-    dp_finish(&dp, &s->g, &po);
-    pipeline_out_release(&po);
+    pipeline_build(&s->g, plan, po);
+    dp_finish(&dp, &s->g, po);
     dp_release(&dp);
     free(layer_params);
 }
@@ -408,58 +407,102 @@ static void textbook_formula(struct sim *s)
     r->formula_figure = figure;
 }
 
+/* The first of compute ops i ≥ k (of n, on stream `cs`) ending after `a`:
+ * their ends never go down, so gallop then bisect (a stream of the step as
+ * simulated in full may hold millions of ops). */
+static int64_t first_ending_after(const struct engine *e, int cs, int64_t k, int64_t n, mp_time a)
+{
+    mp_time sh;
+    int id;
+    if (k >= n || (id = engine_stream_op(e, cs, k, &sh), e->end[id] + sh > a)) return k;
+    int64_t lo = k, step = 1; /* end(lo) <= a */
+    while (lo + step < n && (id = engine_stream_op(e, cs, lo + step, &sh), e->end[id] + sh <= a)) {
+        lo += step;
+        step *= 2;
+    }
+    int64_t hi = lo + step < n ? lo + step : n; /* end(hi) > a, or hi = n */
+    while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        id = engine_stream_op(e, cs, mid, &sh);
+        if (e->end[id] + sh <= a) lo = mid; else hi = mid;
+    }
+    return hi;
+}
+
 /* Time the ops of `kinds` (bit mask of enum comm_kind) on a chip's comm
- * stream run while `lane`'s compute stream is idle, per kind. Ops on one
- * stream never overlap each other and run in stream order, so one sweep
- * over the compute ops (also in order) does it. */
+ * stream run while `lane`'s compute stream is idle, per kind. Compute ops
+ * never overlap each other and run in stream order; comm ops start in
+ * stream order but a transfer's latency may still be in flight when the next
+ * starts, so each op counts only from where the ones before it reached. The
+ * ops are the step's as simulated in full (engine_stream_op); the left-out
+ * periods repeat the first of them exactly, so that one is measured and
+ * counted for all. */
 static void exposed_on(const struct sim *s, int lane, int chip, unsigned kinds, mp_time *out)
 {
     const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
     int cs = lane * N_STREAMS + STREAM_COMPUTE, ks = chip * N_STREAMS + STREAM_COMM;
-    int c0 = g->stream_off[cs], c1 = g->stream_off[cs + 1];
-    int k = c0;
-    for (int i = g->stream_off[ks]; i < g->stream_off[ks + 1]; i++) {
-        int id = g->stream_ops[i];
+    int64_t c1 = engine_stream_len(e, cs), n = engine_stream_len(e, ks), k = 0, at;
+    int len;
+    int64_t K = engine_stream_period(e, ks, &at, &len);
+    mp_time reach = -1, first[N_COMM_KINDS] = { 0 }, delta = engine_period(e);
+    for (int64_t i = 0; i < n; i++) {
+        if (K > 1 && len > 0 && i == at + len) {
+            /* The first left-out period is done: the other K − 1 give the same. */
+            for (int c = 0; c < N_COMM_KINDS; c++) out[c] += (K - 1) * first[c];
+            i = at + K * len;
+            if (reach >= 0) reach += (K - 1) * delta;
+            if (i >= n) break;
+        }
+        mp_time sh;
+        int id = engine_stream_op(e, ks, i, &sh);
         const struct op *o = &g->ops[id];
         if (!(kinds & (1u << o->comm))) continue;
-        mp_time a = e->start[id], b = e->end[id], covered = 0;
-        while (k < c1 && e->end[g->stream_ops[k]] <= a) k++;
-        for (int j = k; j < c1; j++) {
-            int c = g->stream_ops[j];
-            if (e->start[c] >= b) break;
-            mp_time lo = e->start[c] > a ? e->start[c] : a, hi = e->end[c] < b ? e->end[c] : b;
+        mp_time a = e->start[id] + sh, b = e->end[id] + sh, covered = 0;
+        if (a < reach) a = reach;
+        if (b <= a) continue;
+        reach = b;
+        k = first_ending_after(e, cs, k, c1, a);
+        for (int64_t j = k; j < c1; j++) {
+            int c = engine_stream_op(e, cs, j, &sh);
+            mp_time c0 = e->start[c] + sh, ce = e->end[c] + sh;
+            if (c0 >= b) break;
+            mp_time lo = c0 > a ? c0 : a, hi = ce < b ? ce : b;
             if (hi > lo) covered += hi - lo;
         }
         out[o->comm] += (b - a) - covered;
+        if (K > 1 && i >= at && i < at + len) first[o->comm] += (b - a) - covered;
     }
 }
 
 static void fold_metrics(struct sim *s)
 {
     struct sim_result *r = &s->res;
-    const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
     int P = s->prog.devices;
     r->step_time = engine_makespan(e);
     r->events = e->events;
     r->stages = P;
     r->stage = mp_xcalloc((size_t)P, sizeof *r->stage);
-    int *device_of_chip = mp_xmalloc((size_t)g->n_chips * sizeof *device_of_chip);
-    for (int c = 0; c < g->n_chips; c++) device_of_chip[c] = -1;
+    /* An expanded run (expand_full) has the count from before. */
+    if (r->steady_skipped_periods == 0) r->steady_skipped_periods = engine_skipped_periods(e);
     for (int d = 0; d < P; d++) {
-        device_of_chip[s->chip_of_device[d]] = d;
         r->stage[d] = (struct stage_report){ .index = d, .chip = s->chip_of_device[d],
                                              .first_start = -1, .last_end = 0 };
-    }
-    for (int i = 0; i < g->n_ops; i++) {
-        const struct op *o = &g->ops[i];
-        int d = device_of_chip[o->chip];
-        if (d < 0) continue;
+        /* The lane's two streams, in the step as simulated in full: ops run
+         * in stream order, so the first op starts first. */
         struct stage_report *st = &r->stage[d];
-        if (o->stream == STREAM_COMPUTE) st->busy += e->end[i] - e->start[i];
-        if (st->first_start < 0 || e->start[i] < st->first_start) st->first_start = e->start[i];
-        if (e->end[i] > st->last_end) st->last_end = e->end[i];
+        for (int k = 0; k < N_STREAMS; k++) {
+            int sid = st->chip * N_STREAMS + k;
+            if (engine_stream_len(e, sid) == 0) continue;
+            mp_time sh;
+            int first = engine_stream_op(e, sid, 0, &sh);
+            if (st->first_start < 0 || e->start[first] + sh < st->first_start)
+                st->first_start = e->start[first] + sh;
+            mp_time last = engine_stream_last_end(e, sid);
+            if (last > st->last_end) st->last_end = last;
+            if (k == STREAM_COMPUTE) st->busy = engine_stream_busy(e, sid);
+        }
     }
     double busy = 0;
     r->max_span = 0;
@@ -475,7 +518,6 @@ static void fold_metrics(struct sim *s)
         mp_time span = st->last_end - st->first_start;
         if (span > r->max_span) r->max_span = span;
     }
-    free(device_of_chip);
     /* TP and PP ride on the lane's comm stream; DP on TP rank 1's when
      * there is one (data_parallel.h). */
     int tp = s->cfg.parallel.tp;
@@ -643,6 +685,108 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     return MP_OK;
 }
 
+/* ---- steady-state skipping (issue 22) ------------------------------------ */
+
+/* Whole periods of steady state the shorter program keeps on every device:
+ * room for the engine's state to settle and for two snapshots to agree. A
+ * run whose state has not repeated by then is simulated in full. */
+#define STEADY_MIN_PERIODS 6
+
+/* Each stream's window and period length in ops, from the program windows
+ * of `sp` and the program entry that appended each op (pipeline_out.origin):
+ * stream position ins(p) = ops appended on the stream by entries before p.
+ * False when a stream's ops do not line up (then nothing is declared). */
+static bool declare_period(struct sim *s, const struct steady_plan *sp,
+                           const struct pipeline_out *po)
+{
+    struct taskgraph *g = &s->g;
+    int ns = g->n_chips * N_STREAMS;
+    int32_t *lo = mp_xcalloc((size_t)ns, sizeof *lo), *hi = mp_xcalloc((size_t)ns, sizeof *hi);
+    int32_t *len = mp_xcalloc((size_t)ns, sizeof *len);
+    bool ok = true;
+    for (int st = 0; st < ns && ok; st++) {
+        int off = g->stream_off[st], n = g->stream_off[st + 1] - off, dev = -1;
+        for (int i = 0; i < n && dev < 0; i++) {
+            int id = g->stream_ops[off + i] - po->origin_first;
+            if (id >= 0 && id < po->n_origin) dev = po->origin_device[id];
+        }
+        if (dev < 0) continue; /* no pipeline op: none may have started at the jump */
+        int64_t at[4] = { sp->lo[dev], sp->lo[dev] + sp->c[dev], sp->hi[dev] - sp->c[dev], sp->hi[dev] };
+        int32_t ins[4] = { 0, 0, 0, 0 };
+        for (int i = 0; i < n && ok; i++) {
+            int id = g->stream_ops[off + i] - po->origin_first;
+            bool mine = id >= 0 && id < po->n_origin;
+            if (mine && po->origin_device[id] != dev) ok = false;
+            int64_t org = mine ? po->origin[id] : INT64_MAX;
+            for (int k = 0; k < 4; k++) ins[k] += org < at[k];
+        }
+        lo[st] = ins[0];
+        hi[st] = ins[3];
+        len[st] = ins[1] - ins[0];
+        ok = ok && ins[3] - ins[2] == len[st];
+    }
+    if (ok) {
+        tg_set_period(g, lo, hi, len, s->chip_of_device[0] * N_STREAMS + STREAM_COMPUTE,
+                      sp->elided);
+    }
+    free(lo);
+    free(hi);
+    free(len);
+    return ok;
+}
+
+static int validate_program(struct sim *s, struct mp_error *err)
+{
+    struct mp_error verr;
+    if (pipe_validate(&s->prog, &verr) == MP_OK) return MP_OK;
+    return mp_fail(err, MP_ERR_INTERNAL, "schedule %s produced an invalid program: %s",
+                   s->cfg.training.schedule, verr.msg);
+}
+
+/* Build the graph of `prog` (the full program, or the shorter one of `sp`
+ * with its period declared) and run it. */
+static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct steady_plan *sp,
+                     const struct sim_options *opts, struct mp_error *err)
+{
+    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
+    s->has_graph = true;
+    plan->prog = sp ? &sp->reduced : &s->prog;
+    plan->record_origin = sp != NULL;
+    struct pipeline_out po;
+    build_graph(s, plan, &po);
+    tg_finalize(&s->g);
+    bool declared = sp && declare_period(s, sp, &po);
+    pipeline_out_release(&po);
+    engine_init(&s->e, &s->g);
+    s->e.record_memory = opts->record_memory;
+    /* Not declared: the shorter graph is not the step; run nothing. */
+    if (sp && !declared) return MP_OK;
+    int rc = check_horizon(s, err);
+    return rc ? rc : engine_run(&s->e, err);
+}
+
+/* The run of the shorter graph, expanded onto the full one (engine_expand),
+ * which then replaces it: reports read every op of the step. */
+static int expand_full(struct sim *s, struct pipeline_plan *plan, struct mp_error *err)
+{
+    struct taskgraph short_g = s->g;
+    struct engine short_e = s->e;
+    s->res.steady_skipped_periods = engine_skipped_periods(&short_e);
+    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
+    plan->prog = &s->prog;
+    plan->record_origin = false;
+    struct pipeline_out po;
+    build_graph(s, plan, &po);
+    pipeline_out_release(&po);
+    tg_finalize(&s->g);
+    engine_init(&s->e, &s->g);
+    short_e.g = &short_g;
+    int rc = engine_expand(&short_e, &s->e, err);
+    engine_release(&short_e);
+    tg_release(&short_g);
+    return rc;
+}
+
 int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
             struct mp_error *err)
 {
@@ -671,7 +815,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
                        (double)cfg->synthetic.backward_input,
                        (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
+    if ((rc = schedule_generate(cfg->training.schedule, &shape, &s->prog, err)))
         return schedule_failed(s, rc, err);
 
     s->res.n_chips = tp * pp * dp;
@@ -681,7 +825,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     if (zb_needs_prices(s)) {
         zb_priced_shape(s, &shape);
         pipe_program_release(&s->prog);
-        if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
+        if ((rc = schedule_generate(cfg->training.schedule, &shape, &s->prog, err))) {
             /* The user wrote bytes; say what they came to in M_B. */
             const struct config_mem_amount *lim = &cfg->training.memory_limit;
             if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape.mem_limit > 0) {
@@ -702,24 +846,42 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
     for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * dp;
 
-    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
-    s->has_graph = true;
     struct pipeline_plan plan = {
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
     };
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);
-    build_graph(s, &plan);
-    tg_finalize(&s->g);
-    if ((rc = check_horizon(s, err))) return rc;
-
-    engine_init(&s->e, &s->g);
-    s->e.record_memory = opts->record_memory;
-    rc = engine_run(&s->e, err);
+    /* Steady-state skipping (issue 22): with every microbatch costing the
+     * same (no MoE routing draws), simulate a shorter program and let the
+     * engine put the left-out periods back once its state repeats; when it
+     * does not, simulate the whole step. */
+    struct steady_plan sp;
+    bool skip = cfg->run.steady_skip && !s->has_experts &&
+                steady_plan_find(cfg->training.schedule, &shape, &s->prog, getenv("MINP") ? atoi(getenv("MINP")) : STEADY_MIN_PERIODS, &sp);
+    /* A generator bug must surface here, not as a hang in the engine. With
+     * a plan, the program that runs is the shorter one, validated by
+     * steady_plan_find, and the full one is it with periods put back. */
+    if (!skip && (rc = validate_program(s, err))) return rc;
+    rc = run_graph(s, &plan, skip ? &sp : NULL, opts, err);
+    if (getenv("SKIPDBG")) fprintf(stderr, "SKIPDBG plan %d periods %lld\n", skip, (long long)(rc == MP_OK ? engine_skipped_periods(&s->e) : -1));
+    if (rc == MP_OK && skip && engine_skipped_periods(&s->e) == 0) {
+        engine_release(&s->e);
+        tg_release(&s->g);
+        s->has_graph = false;
+        rc = validate_program(s, err);
+        if (!rc) rc = run_graph(s, &plan, NULL, opts, err);
+    } else if (rc == MP_OK && skip && opts->record_memory) {
+        /* Timelines and traces list every op: expand the run onto the full
+         * graph, from the periods. */
+        rc = expand_full(s, &plan, err);
+    }
+    if (skip) steady_plan_release(&sp);
     if (rc) {
-        s->res.feasible = false;
-        snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+        if (rc == MP_ERR_INFEASIBLE) {
+            s->res.feasible = false;
+            snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+        }
         return rc;
     }
     fold_metrics(s);

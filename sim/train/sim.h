@@ -50,8 +50,11 @@ struct sim_result {
     double exposed_comm_s[N_COMM_KINDS];
     double model_flops, hardware_flops;
     double tokens_per_s;
-    uint64_t events;
+    uint64_t events;        /* events the engine handled (fewer than ops when periods were skipped) */
     double sim_wall_s;
+    /* Periods of steady state the engine did not simulate op by op but put
+     * back once its state repeated (engine.h); 0 when the step ran in full. */
+    int64_t steady_skipped_periods;
     int n_chips, microbatches, stages;
     struct stage_report *stage;   /* [stages] */
     /* The closed form of the schedule (cases.md §3), shown beside the
