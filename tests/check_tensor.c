@@ -188,8 +188,10 @@ END_TEST
 /* ZeRO memory by stage, dp = 4, tp = 1: per parameter 2 B weights, 4 B
  * grads, 12 B optimizer; stage 1 divides the optimizer by 4, stage 2 also
  * the grads, stage 3 also the weights. Traffic: ZeRO 0 all-reduces, ZeRO 1
- * reduce-scatters and all-gathers the weights once, ZeRO 3 all-gathers the
- * weights before each of the 2 × m forward and backward passes. */
+ * reduce-scatters and all-gathers the weights once, ZeRO 3 (FSDP, one unit
+ * per layer) all-gathers every layer's weights in each of the 2 × m forward
+ * and backward passes and reduce-scatters every layer's gradients in each
+ * of the m backward passes. */
 START_TEST(zero_memory_and_traffic)
 {
     double want[4][3] = { { 2, 4, 12 }, { 2, 4, 3 }, { 2, 1, 3 }, { 0.5, 1, 3 } };
@@ -207,9 +209,62 @@ START_TEST(zero_memory_and_traffic)
         int ag = count_ops(&s, COMM_DP, TAG_ALL_GATHER);
         if (z == 0) ck_assert(ar >= 1 && rs == 0 && ag == 0);
         if (z == 1 || z == 2) ck_assert(ar == 0 && rs >= 1 && ag == 1);
-        if (z == 3) ck_assert(ar == 0 && rs >= 1 && ag == 2 * 2);
+        int L = s.model.n_layers; /* embedding, 4 decoders, LM head */
+        if (z == 3) ck_assert(ar == 0 && rs == 2 * L && ag == 2 * 2 * L);
         sim_release(&s);
     }
+}
+END_TEST
+
+/* ZeRO-3 by hand (FSDP, one unit per layer). GPT-2 of h = 1024, 4 decoders
+ * on pp = 3 stages: stage 1 holds decoders 2 and 3 (model layers 2..3), each
+ * 12h² + 13h = 12,596,224 parameters. A forward or backward holds one
+ * layer's gathered weights and the next one's prefetch: 2 × 12,596,224 × 2 B
+ * = 50,384,896 B; a backward also one layer's fp32 gradients until they are
+ * reduce-scattered, 12,596,224 × 4 B = 50,384,896 B. So stage 1's
+ * communication buffers peak at 100,769,792 B (the old model held the whole
+ * stage's weights per pass and let two passes' overlap). Traffic on stage 1
+ * per step, m = 8 microbatches: 2 passes × 2 layers × 8 all-gathers of
+ * 25,192,448 B and 2 × 8 reduce-scatters of 50,384,896 B. */
+START_TEST(zero3_holds_one_layer_and_the_prefetch)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    char m[600], y[600];
+    snprintf(m, sizeof m, "model.config=%s", small_model());
+    snprintf(y, sizeof y, "hardware.system=%s", switch8());
+    const char *sets[] = { m, y, "model.seq_len=1024", "parallel.pp=3", "parallel.dp=2",
+                           "training.global_batch=16", "training.zero=3", NULL };
+    for (const char *const *k = sets; *k; k++) ck_assert_int_eq(config_set(&cfg, *k, "t", &err), MP_OK);
+    struct sim s;
+    struct sim_options o = { .record_memory = true };
+    ck_assert_int_eq(sim_run(&s, &cfg, &o, &err), MP_OK);
+    ck_assert_int_eq(s.stage_cost[1].layer_first, 2);
+    ck_assert_int_eq(s.stage_cost[1].layer_last, 3);
+    int chip = s.res.stage[1].chip;
+    double comm = 0, most = 0;
+    for (int i = 0; i < s.e.n_mem_log; i++) {
+        const struct mem_event *ev = &s.e.mem_log[i];
+        if (ev->chip != chip || ev->cat != MEM_COMM) continue;
+        comm += ev->delta;
+        if (comm > most) most = comm;
+    }
+    ck_assert_double_eq(most, 100769792.0);
+    int ag = 0, rs = 0;
+    for (int i = 0; i < s.g.n_ops; i++) {
+        const struct op *op = &s.g.ops[i];
+        if (op->comm != COMM_DP || op->stage != 1) continue;
+        if (op->tag == TAG_ALL_GATHER) {
+            ag++;
+            ck_assert_double_eq(op->bytes, 25192448.0);
+        } else if (op->tag == TAG_REDUCE_SCATTER) {
+            rs++;
+            ck_assert_double_eq(op->bytes, 50384896.0);
+        }
+    }
+    ck_assert_int_eq(ag, 2 * 2 * 8);
+    ck_assert_int_eq(rs, 2 * 8);
+    sim_release(&s);
 }
 END_TEST
 
@@ -304,6 +359,7 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, fast_and_detailed_steps_agree);
     tcase_add_test(tc, tp_overlap_hides_backward_all_reduce);
     tcase_add_test(tc, zero_memory_and_traffic);
+    tcase_add_test(tc, zero3_holds_one_layer_and_the_prefetch);
     tcase_add_test(tc, dp_overlap_hides_gradient_sync);
     tcase_add_test(tc, tsp_shards_activations_and_adds_buffers);
     tcase_add_test(tc, every_schedule_finishes_with_tp_and_dp);

@@ -96,7 +96,8 @@ mp_time engine_makespan(const struct engine *e);
 /* Periods left out by the jump (0: none; the graph's ops are the step's). */
 int64_t engine_skipped_periods(const struct engine *e);
 
-/* The period Δ the jump found (0 without a jump). */
+/* The time Δ after which the state repeated (one declared period, or two
+ * when two kinds alternate), 0 without a jump. */
 mp_time engine_period(const struct engine *e);
 
 /* True when the graph declared a period but its state never repeated in the
@@ -113,8 +114,9 @@ int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift);
 
 /* The left-out periods on stream `s`: their number K (0: none), and in the
  * step as simulated in full they are the ops at positions *at .. *at +
- * K·*len − 1, *len per period, the k-th (1-based) a copy of the *len ops
- * before *at shifted by k·engine_period. */
+ * K·*len − 1, *len per repetition, the k-th (1-based) a copy of the *len
+ * ops before *at shifted by k·engine_period. (K counts repetitions: the
+ * declared periods ÷ 1 or 2, see engine_period.) */
 int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *len);
 
 /* Σ (end − start) over the ops of stream `s` in the step as simulated in

@@ -24,7 +24,6 @@
  * not need to know. */
 #include "engine.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,11 +70,12 @@ struct engine_skip {
     int32_t *oldest;            /* [active]: no op below it is in flight */
     int watch;                  /* op whose end takes the next snapshot; NONE */
     int64_t watch_pos;
-    struct snapshot snap[2];
+    struct snapshot snap[3];
     int taken;
     bool failed, jumped;
-    int64_t periods;
-    mp_time delta;
+    int64_t periods;            /* declared periods put back (the builder's `elided`) */
+    int r;                      /* they repeat every r declared periods (1 or 2) */
+    mp_time delta;              /* the time of r periods */
     int32_t *at;                /* [streams]: next op at the jump */
     int log_a, log_b;           /* memory log length at the two snapshots */
 };
@@ -109,8 +109,6 @@ static bool declaration_holds(const struct taskgraph *g, const struct tg_period 
         for (int q = lo - len; q < hi; q++) {
             int ia = g->stream_ops[g->stream_off[s] + q], ib = g->stream_ops[g->stream_off[s] + q + len];
             if (!same_work(g, &g->ops[ia], &g->ops[ib], ia, ib)) {
-                if (getenv("SKIPDBG")) { const struct op *a = &g->ops[ia], *b = &g->ops[ib];
-                    fprintf(stderr, "stream %d pos %d/%d lo %d hi %d len %d: kind %d/%d dur %lld/%lld lat %lld/%lld alloc %g/%g free %g/%g deps %d/%d succ %d/%d tag %d/%d mb %d/%d\n", s, q, q+len, lo, hi, len, a->kind, b->kind, (long long)a->duration, (long long)b->duration, (long long)a->latency, (long long)b->latency, a->alloc_bytes, b->alloc_bytes, a->free_bytes, b->free_bytes, g->n_deps[ia], g->n_deps[ib], g->succ_off[ia+1]-g->succ_off[ia], g->succ_off[ib+1]-g->succ_off[ib], a->tag, b->tag, a->mb, b->mb); }
                 return false;
             }
         }
@@ -137,7 +135,6 @@ void skip_init(struct engine *e)
     k->n_streams = g->n_chips * N_STREAMS;
     k->watch = NONE;
     if (!declaration_holds(g, k->p)) {
-        if (getenv("SKIPDBG")) fprintf(stderr, "declaration does not hold\n");
         k->failed = true;
         return;
     }
@@ -175,7 +172,7 @@ void skip_init(struct engine *e)
         if (used[c]) k->chips[k->n_chips++] = c;
     free(used);
     k->oldest = mp_xcalloc((size_t)k->n_act, sizeof *k->oldest);
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 3; j++) {
         struct snapshot *sn = &k->snap[j];
         sn->next = mp_xmalloc(((size_t)k->n_act + 1) * sizeof *sn->next);
         sn->busy = mp_xmalloc(((size_t)k->n_act + 1) * sizeof *sn->busy);
@@ -194,7 +191,7 @@ void skip_release(struct engine *e)
 {
     struct engine_skip *k = e->skip;
     if (!k) return;
-    for (int j = 0; j < 2; j++) {
+    for (int j = 0; j < 3; j++) {
         struct snapshot *sn = &k->snap[j];
         free(sn->next);
         free(sn->busy);
@@ -296,12 +293,14 @@ static void take(struct engine *e, struct snapshot *sn)
     sn->n_mem_log = e->n_mem_log;
 }
 
-/* B is A one period on: see the top of the file. */
-static bool agree(const struct engine_skip *k, const struct snapshot *a, const struct snapshot *b)
+/* B is A r periods on: see the top of the file. */
+static bool agree(const struct engine_skip *k, const struct snapshot *a, const struct snapshot *b,
+                  int r)
 {
     if (b->t <= a->t || a->n_ev != b->n_ev || a->n_q != b->n_q) return false;
     for (int i = 0; i < k->n_act; i++)
-        if (b->next[i] != a->next[i] + k->p->len[k->act[i]] || b->busy[i] != a->busy[i]) return false;
+        if (b->next[i] != a->next[i] + r * k->p->len[k->act[i]] || b->busy[i] != a->busy[i])
+            return false;
     for (int i = 0; i < a->n_ev; i++) {
         const struct pend *x = &a->ev[i], *y = &b->ev[i];
         if (x->rel != y->rel || x->stream != y->stream || x->back != y->back || x->what != y->what)
@@ -317,23 +316,23 @@ static bool agree(const struct engine_skip *k, const struct snapshot *a, const s
     return true;
 }
 
-/* Every stream where the periods can go in, with a period of margin ahead
- * (the one just run must repeat once more for the copies to be exact). */
-static bool in_window(const struct engine_skip *k, const struct snapshot *b)
+/* Every stream where the periods can go in, with r periods of margin ahead
+ * (the ones just run must repeat once more for the copies to be exact). */
+static bool in_window(const struct engine_skip *k, const struct snapshot *b, int r)
 {
     for (int i = 0; i < k->n_act; i++) {
-        int s = k->act[i], len = k->p->len[s];
+        int s = k->act[i], len = r * k->p->len[s];
         if (b->next[i] < k->p->lo[s] || b->next[i] > k->p->hi[s] - len) return false;
     }
     return true;
 }
 
-static void jump(struct engine *e, const struct snapshot *a, const struct snapshot *b)
+static void jump(struct engine *e, const struct snapshot *a, const struct snapshot *b, int r)
 {
     const struct taskgraph *g = e->g;
     struct engine_skip *k = e->skip;
     mp_time delta = b->t - a->t, shift;
-    if (__builtin_mul_overflow(k->p->elided, delta, &shift) || shift > MP_TIME_HUGE) {
+    if (__builtin_mul_overflow(k->p->elided / r, delta, &shift) || shift > MP_TIME_HUGE) {
         k->failed = true; /* the full step would not fit int64 ps: the full run says so */
         eventq_stop(&e->q);
         return;
@@ -351,6 +350,7 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     }
     k->jumped = true;
     k->periods = k->p->elided;
+    k->r = r;
     k->delta = delta;
     k->log_a = a->n_mem_log;
     k->log_b = b->n_mem_log;
@@ -362,30 +362,18 @@ void skip_after_event(struct engine *e, int id, int what)
 {
     struct engine_skip *k = e->skip;
     if (id != k->watch || !(what & EV_END)) return;
-    struct snapshot *b = &k->snap[k->taken & 1], *a = &k->snap[(k->taken + 1) & 1];
+    struct snapshot *b = &k->snap[k->taken % 3];
     take(e, b);
     k->taken++;
-    if (getenv("SKIPDBG")) {
-        fprintf(stderr, "snap %d t=%lld ev=%d win=%d", k->taken, (long long)b->t, b->n_ev, in_window(k, b));
-        if (k->taken == 1) for (int i = 0; i < b->n_ev && i < 10; i++) fprintf(stderr, "\n  ev rel %lld stream %d back %d what %d", (long long)b->ev[i].rel, k->act[b->ev[i].stream], b->ev[i].back, b->ev[i].what);
-        for (int i = 0; i < k->n_act; i++) { int s = k->act[i]; if (b->next[i] < k->p->lo[s] || b->next[i] > k->p->hi[s] - k->p->len[s]) { fprintf(stderr, " [out: s%d next %d lo %d hi %d len %d]", s, b->next[i], k->p->lo[s], k->p->hi[s], k->p->len[s]); break; } }
-        if (k->taken >= 2) {
-            int bad = -1;
-            for (int i = 0; i < k->n_act; i++)
-                if (b->next[i] != a->next[i] + k->p->len[k->act[i]] || b->busy[i] != a->busy[i]) { bad = i; break; }
-            fprintf(stderr, " dt=%lld nev %d/%d firstbadstream=%d", (long long)(b->t - a->t), a->n_ev, b->n_ev, bad);
-            if (bad >= 0) fprintf(stderr, " (s%d next %d->%d len %d lo %d hi %d)", k->act[bad], a->next[bad], b->next[bad], k->p->len[k->act[bad]], k->p->lo[k->act[bad]], k->p->hi[k->act[bad]]);
-            fprintf(stderr, " agree=%d", agree(k, a, b));
-            if (a->n_ev == b->n_ev) for (int i = 0; i < a->n_ev; i++) { const struct pend *x = &a->ev[i], *y = &b->ev[i];
-                if (x->rel != y->rel || x->stream != y->stream || x->back != y->back || x->what != y->what) { fprintf(stderr, " ev%d: rel %lld/%lld s %d/%d back %d/%d", i, (long long)x->rel, (long long)y->rel, k->act[x->stream], k->act[y->stream], x->back, y->back); break; } }
-            for (int j = 0; j < k->n_links; j++) if (a->holder[j] != b->holder[j] || a->holder_back[j] != b->holder_back[j] || a->q_off[j] != b->q_off[j]) { fprintf(stderr, " link%d", j); break; }
-            for (size_t i = 0; i < (size_t)k->n_chips * N_MEM_CATS; i++) if (a->mem[i] != b->mem[i]) { fprintf(stderr, " mem chip %d cat %zu: %.17g/%.17g", k->chips[i / N_MEM_CATS], i % N_MEM_CATS, a->mem[i], b->mem[i]); break; }
+    /* The state may repeat every period or, when two kinds of period
+     * alternate (DualPipe's directions, ZeRO-3's prefetches across passes),
+     * every second one; the builder's K is even so that either fits. */
+    for (int r = 1; r <= 2; r++) {
+        const struct snapshot *a = &k->snap[(k->taken - 1 - r + 3) % 3];
+        if (k->taken > r && k->p->elided % r == 0 && in_window(k, b, r) && agree(k, a, b, r)) {
+            jump(e, a, b, r);
+            return;
         }
-        fprintf(stderr, "\n");
-    }
-    if (k->taken >= 2 && in_window(k, b) && agree(k, a, b)) {
-        jump(e, a, b);
-        return;
     }
     k->watch_pos += k->p->len[k->p->ref];
     set_watch(k, e->g);
@@ -426,12 +414,13 @@ int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift)
     *shift = 0;
     if (engine_skipped_periods(e) == 0 || i < e->skip->at[s]) return g->stream_ops[off + i];
     const struct engine_skip *k = e->skip;
-    int64_t len = k->p->len[s], t = i - k->at[s];
-    if (t < k->periods * len) {
+    /* Copies of the r periods before the jump, shifted by r periods each. */
+    int64_t len = (int64_t)k->r * k->p->len[s], t = i - k->at[s];
+    if (t < k->periods * k->p->len[s]) {
         *shift = (t / len + 1) * k->delta;
         return g->stream_ops[off + k->at[s] - len + t % len];
     }
-    return g->stream_ops[off + i - k->periods * len];
+    return g->stream_ops[off + i - k->periods * k->p->len[s]];
 }
 
 mp_time skip_inserted_last_end(const struct engine *e)
@@ -439,9 +428,9 @@ mp_time skip_inserted_last_end(const struct engine *e)
     if (engine_skipped_periods(e) == 0) return 0;
     const struct taskgraph *g = e->g;
     const struct engine_skip *k = e->skip;
-    mp_time last = 0, shift = k->periods * k->delta;
+    mp_time last = 0, shift = k->periods / k->r * k->delta;
     for (int a = 0; a < k->n_act; a++) {
-        int s = k->act[a], len = k->p->len[s];
+        int s = k->act[a], len = k->r * k->p->len[s];
         for (int i = k->at[s] - len; i < k->at[s]; i++) {
             mp_time t = e->end[g->stream_ops[g->stream_off[s] + i]] + shift;
             if (t > last) last = t;
@@ -482,7 +471,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
     if (e->record_memory) {
         int64_t K = engine_skipped_periods(e);
         int a = K ? e->skip->log_a : 0, b = K ? e->skip->log_b : e->n_mem_log;
-        int64_t n = e->n_mem_log + K * (b - a);
+        int64_t n = e->n_mem_log + (K ? K / e->skip->r : 0) * (b - a);
         if (n > INT32_MAX)
             return mp_fail(err, MP_ERR_INTERNAL, "engine_expand: memory log too long");
         out->mem_log = mp_xmalloc((size_t)(n ? n : 1) * sizeof *out->mem_log);
@@ -490,7 +479,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
         struct mem_event *w = out->mem_log;
         memcpy(w, e->mem_log, (size_t)b * sizeof *w);
         w += b;
-        for (int64_t k = 1; k <= K; k++)
+        for (int64_t k = 1; k <= (K ? K / e->skip->r : 0); k++)
             for (int i = a; i < b; i++) {
                 *w = e->mem_log[i];
                 w++->time += k * e->skip->delta;
@@ -508,11 +497,11 @@ mp_time engine_stream_busy(const struct engine *e, int s)
         busy += e->end[g->stream_ops[i]] - e->start[g->stream_ops[i]];
     if (engine_skipped_periods(e) == 0) return busy;
     const struct engine_skip *k = e->skip;
-    for (int i = k->at[s] - k->p->len[s]; i < k->at[s]; i++) {
+    for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {
         int id = g->stream_ops[g->stream_off[s] + i];
         period += e->end[id] - e->start[id];
     }
-    return busy + k->periods * period;
+    return busy + k->periods / k->r * period;
 }
 
 mp_time engine_stream_last_end(const struct engine *e, int s)
@@ -523,8 +512,8 @@ mp_time engine_stream_last_end(const struct engine *e, int s)
         if (e->end[g->stream_ops[i]] > last) last = e->end[g->stream_ops[i]];
     if (engine_skipped_periods(e) == 0) return last;
     const struct engine_skip *k = e->skip;
-    for (int i = k->at[s] - k->p->len[s]; i < k->at[s]; i++) {
-        mp_time t = e->end[g->stream_ops[g->stream_off[s] + i]] + k->periods * k->delta;
+    for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {
+        mp_time t = e->end[g->stream_ops[g->stream_off[s] + i]] + k->periods / k->r * k->delta;
         if (t > last) last = t;
     }
     return last;
@@ -536,6 +525,6 @@ int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *le
     *len = 0;
     if (engine_skipped_periods(e) == 0) return 0;
     *at = e->skip->at[s];
-    *len = e->skip->p->len[s];
-    return e->skip->periods;
+    *len = e->skip->r * e->skip->p->len[s];
+    return e->skip->periods / e->skip->r;
 }

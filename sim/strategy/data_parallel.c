@@ -29,6 +29,8 @@ static void group(struct dp_state *st, int device)
 }
 
 
+static void build_units(struct dp_state *st);
+
 void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in)
 {
     memset(st, 0, sizeof *st);
@@ -80,6 +82,7 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
             tg_static_alloc(g, chip, MEM_WEIGHTS, in->synthetic_weights);
         }
     }
+    if (in->zero >= 3 && in->dp > 1 && in->layer_params && in->layer_flops) build_units(st);
 }
 
 static void add_sync(struct dp_state *st, int device, int op)
@@ -114,7 +117,7 @@ static void flush(struct dp_state *st, struct taskgraph *g, int d, int stage)
 void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer, int op)
 {
     struct dp_state *st = ctx;
-    if (!st->in.overlap) return;
+    if (!st->in.overlap || st->units) return; /* ZeRO 3 reduce-scatters per unit */
     int k = device * st->in.prog->stages + stage;
     double bytes = layer < 0 || !st->in.layer_params
                        ? st->left_bytes[k]
@@ -127,30 +130,69 @@ void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer
         flush(st, g, device, stage);
 }
 
-double dp_pass_buffer(const struct dp_state *st, int device)
+const struct pipe_units *dp_units(const struct dp_state *st)
 {
-    if (st->in.zero < 3 || st->in.dp <= 1 || !st->in.layer_params) return 0;
-    /* The gathered weights of the device's largest stage. */
-    double most = 0;
-    const struct pipe_program *prog = st->in.prog;
-    for (int s = 0; s < prog->stages; s++)
-        if (prog->device_of[s] == device && st->stage_params[s] > most) most = st->stage_params[s];
-    return most * st->in.weight_bits / 8.0;
+    return st->units;
 }
 
-int dp_before_pass(void *ctx, struct taskgraph *g, int device, int stage, int kind, int prev)
+/* One unit per layer of each stage, its share the layer's forward FLOPs; a
+ * pass holds the largest two neighbouring units' gathered weights (or the
+ * largest one, when a stage has one layer or a single huge one) and a
+ * backward the largest unit's fp32 gradients. */
+static void build_units(struct dp_state *st)
+{
+    const struct dp_input *in = &st->in;
+    int S = in->prog->stages, total = 0;
+    for (int s = 0; s < S; s++) total += in->stage[s].layer_last - in->stage[s].layer_first + 1;
+    st->units = mp_xcalloc((size_t)S, sizeof *st->units);
+    st->unit_share = mp_xcalloc((size_t)total, sizeof *st->unit_share);
+    double wb = in->weight_bits / 8.0, *share = st->unit_share;
+    for (int s = 0; s < S; s++) {
+        int lo = in->stage[s].layer_first, n = in->stage[s].layer_last - lo + 1;
+        struct pipe_units *u = &st->units[s];
+        double flops = 0, pair = 0, most = 0;
+        for (int l = lo; l < lo + n; l++) flops += in->layer_flops[l];
+        for (int k = 0; k < n; k++) {
+            double p = in->layer_params[lo + k];
+            share[k] = flops > 0 ? in->layer_flops[lo + k] / flops : 1.0 / n;
+            if (p > most) most = p;
+            if (k + 1 < n && p + in->layer_params[lo + k + 1] > pair) pair = p + in->layer_params[lo + k + 1];
+        }
+        u->n = n;
+        u->share = share;
+        u->gathered_bytes = (pair > most ? pair : most) * wb;
+        u->grad_bytes = most * GRAD_BYTES_PER_PARAM;
+        share += n;
+    }
+}
+
+int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue)
 {
     struct dp_state *st = ctx;
-    (void)kind;
-    if (st->in.zero < 3 || st->in.dp <= 1 || !st->in.layer_params) return -1;
+    int layer = st->in.stage[stage].layer_first + unit;
     group(st, device);
-    for (int r = 0; r < st->in.dp; r++) st->ready[r] = prev;
+    for (int r = 0; r < st->in.dp; r++) st->ready[r] = issue;
     struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
-                           .n = st->in.dp, .bytes = st->stage_params[stage] * st->in.weight_bits / 8.0,
+                           .n = st->in.dp, .bytes = st->in.layer_params[layer] * st->in.weight_bits / 8.0,
                            .comm = COMM_DP, .mb = -1, .stage = stage };
     collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
     st->collectives++;
     return st->done[0];
+}
+
+void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last)
+{
+    struct dp_state *st = ctx;
+    int layer = st->in.stage[stage].layer_first + unit;
+    group(st, device);
+    for (int r = 0; r < st->in.dp; r++) st->ready[r] = last;
+    struct coll_spec c = { .op = COLL_REDUCE_SCATTER, .algo = st->in.algo, .chips = st->chips,
+                           .n = st->in.dp, .bytes = st->in.layer_params[layer] * GRAD_BYTES_PER_PARAM,
+                           .comm = COMM_DP, .mb = -1, .stage = stage };
+    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
+    st->collectives++;
+    /* The optimizer step waits for every reduce-scatter of the device. */
+    add_sync(st, device, st->done[0]);
 }
 
 void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po)
@@ -159,7 +201,7 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
     /* Whatever no bucket took yet syncs after the device's last op; without
      * overlap that is one collective per device, as Megatron does. */
     int S = prog->stages;
-    for (int d = 0; d < prog->devices; d++)
+    for (int d = 0; d < prog->devices && !st->units; d++)
         for (int s = 0; s < S; s++) {
             int k = d * S + s;
             if (st->pending_bytes[k] > 0) flush(st, g, d, s);
@@ -212,5 +254,7 @@ void dp_release(struct dp_state *st)
     free(st->chips);
     free(st->ready);
     free(st->done);
+    free(st->units);
+    free(st->unit_share);
     memset(st, 0, sizeof *st);
 }

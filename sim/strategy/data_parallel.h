@@ -12,18 +12,29 @@
  * Memory (cases.md §4): mixed-precision Adam keeps weight_bits/8 bytes of
  * weights, 4 of fp32 gradients and 12 of fp32 master weights and moments per
  * parameter; ZeRO stage 1 shards the optimizer state over the dp replicas,
- * 2 also the gradients, 3 also the weights (a chip then gathers a stage's
- * weights for each pass, held while the pass runs).
+ * 2 also the gradients, 3 also the weights.
  *
  * Traffic per step: ZeRO 0 all-reduces the fp32 gradients; ZeRO 1 and 2
  * reduce-scatter them and all-gather the updated weights after the
- * optimizer step (Megatron's distributed optimizer); ZeRO 3 reduce-scatters
- * the gradients and all-gathers the stage's weights before every forward
- * and backward pass (prefetched one pass ahead). Gradients are reduced once
- * per step, after the last microbatch (Megatron's order), in buckets of
+ * optimizer step (Megatron's distributed optimizer). Gradients are reduced
+ * once per step, after the last microbatch (Megatron's order), in buckets of
  * training.dp_bucket bytes; with training.dp_overlap a bucket starts as soon
  * as the last backward has finished its layers, so it overlaps the rest of
- * that backward. */
+ * that backward.
+ *
+ * ZeRO 3 works as PyTorch FSDP with one unit per layer (a transformer block,
+ * as FSDP's auto-wrap policy makes them; DeepSpeed ZeRO-3 fetches
+ * parameters the same way): every forward pass all-gathers each layer's
+ * weights just before the layer computes, prefetching the next layer's as a
+ * layer starts (forward_prefetch, BACKWARD_PRE), and frees a layer's
+ * gathered weights once it has run (reshard_after_forward); every backward
+ * gathers them again in reverse order, and as a layer's backward ends its
+ * fp32 gradients are reduce-scattered to their owners, every microbatch.
+ * So a pass holds one layer's gathered weights and the prefetch of the next
+ * (dp_units: the largest two neighbours on the stage), and a backward one
+ * layer's unsharded gradients until their reduce-scatter; the last pass of
+ * one stage prefetches the first layer of the device's next pass. All of it
+ * runs on the DP stream in issue order (pipeline.h, units). */
 #ifndef MPSIM_DATA_PARALLEL_H
 #define MPSIM_DATA_PARALLEL_H
 
@@ -50,6 +61,9 @@ struct dp_input {
      * synthetic model, whose stages hold `synthetic_weights` bytes each and
      * sync that many bytes. */
     const double *layer_params;
+    /* Forward FLOPs of each model layer (NULL with layer_params): a
+     * layer's share of its stage's pass time, for ZeRO-3's units. */
+    const double *layer_flops;
     double synthetic_weights;
     /* The optimizer step's time for `params` parameters (sim.c prices it). */
     mp_time (*optimizer_time)(void *ctx, double params);
@@ -67,16 +81,26 @@ struct dp_state {
     int *n_sync, *cap_sync;
     int *chips, *ready, *done;/* scratch [dp] */
     int collectives;          /* bucket collectives appended */
+    struct pipe_units *units; /* [stages]: ZeRO-3 units (dp_units), NULL otherwise */
+    double *unit_share;       /* their shares, [layers of all stages] */
 };
 
 /* Prepare; also puts each device's static memory into `g`. */
 void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in);
 
-/* Hooks for pipeline_plan (pipeline.h): point plan->on_grad / before_pass
- * here with hook_ctx = st. pipeline_plan.pass_extra_comm: dp_pass_buffer. */
+/* Hooks for pipeline_plan (pipeline.h): point plan->on_grad here with
+ * hook_ctx = st; with ZeRO 3, plan->units = dp_units(st) and
+ * plan->before_unit / after_unit = dp_before_unit / dp_after_unit. */
 void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer, int op);
-int dp_before_pass(void *ctx, struct taskgraph *g, int device, int stage, int kind, int prev);
-double dp_pass_buffer(const struct dp_state *st, int device);
+
+/* ZeRO 3's units, one per layer of each stage ([stages]), with the bytes a
+ * pass holds (above); NULL unless zero = 3, dp > 1 and a transformer model. */
+const struct pipe_units *dp_units(const struct dp_state *st);
+
+/* The all-gather of a unit's weights over the DP group, after `issue`; and
+ * the reduce-scatter of its fp32 gradients after `last` (pipeline.h). */
+int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue);
+void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last);
 
 /* After pipeline_build: the remaining buckets, the optimizer step and (ZeRO
  * 1, 2) the weight all-gather. */

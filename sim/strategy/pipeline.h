@@ -15,6 +15,15 @@
 #include "sim/engine/taskgraph.h"
 #include "tensor.h"
 
+/* ZeRO-3 / FSDP units of one stage (data_parallel.h): its layers gathered
+ * one at a time. */
+struct pipe_units {
+    int n;                 /* units, in forward order; 0 = none */
+    const double *share;   /* [n]: each one's share of a pass's compute time (Σ 1) */
+    double gathered_bytes; /* MEM_COMM an F, B or BW pass holds: a unit and the next's prefetch */
+    double grad_bytes;     /* MEM_COMM a W or BW pass holds: one unit's unsharded gradients */
+};
+
 /* What one microbatch costs on one pipeline stage. */
 struct stage_cost {
     mp_time t_f, t_b, t_w;   /* forward, input-grad, weight-grad */
@@ -41,13 +50,22 @@ struct pipeline_plan {
      *   model layer `layer` of `stage` are complete for the step (layer -1:
      *   all of the stage's); called as the op is appended, so collectives
      *   the hook appends sit in stream order right behind it.
-     * before_pass: called before a F, B or BW pass is appended; returns an
-     *   op the pass must wait for (e.g. ZeRO-3's weight all-gather) or -1.
-     *   `prev` is the first op of the device's previous pass (-1 if none). */
+     * units (ZeRO-3 / FSDP), [stages], NULL = none: a pass over a stage with
+     *   units is cut at their boundaries (a plain op into pieces by share,
+     *   segments by their compute time), each unit opened by a zero-time
+     *   marker on the compute stream. F gathers its units in forward order,
+     *   B and BW in reverse; W and BW reduce-scatter them.
+     *   before_unit appends the all-gather of `unit` of `stage`, issued once
+     *   op `issue` has ended (the marker of the unit before it, as FSDP
+     *   prefetches one unit ahead; -1: none), and returns the op the unit's
+     *   compute waits for. The next pass's first unit is prefetched at the
+     *   last unit of the pass before. after_unit appends what follows the
+     *   unit's last compute op `last` (its gradients' reduce-scatter). */
     void (*on_grad)(void *ctx, struct taskgraph *g, int device, int stage, int layer, int op);
-    int (*before_pass)(void *ctx, struct taskgraph *g, int device, int stage, int kind, int prev);
+    const struct pipe_units *units;
+    int (*before_unit)(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue);
+    void (*after_unit)(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last);
     void *hook_ctx;
-    double pass_extra_comm;          /* MEM_COMM every F/B/BW pass holds while it runs */
     /* Expert parallelism (experts.h), with `tensor` built for it: segments
      * with an ep_role take the microbatch's routed durations; the
      * all-to-alls are one op each on the lane's comm stream (COMM_EP) at

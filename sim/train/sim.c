@@ -243,15 +243,17 @@ static void expert_state_memory(struct sim *s)
 static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeline_out *po)
 {
     const struct config *cfg = &s->cfg;
-    double *layer_params = NULL;
+    double *layer_params = NULL, *layer_flops = NULL;
     if (s->has_model) {
         struct cost_params cp = sim_cost_params(s);
         if (s->has_experts) cp.ep = cfg->parallel.ep;
         layer_params = mp_xmalloc((size_t)s->model.n_layers * sizeof *layer_params);
+        layer_flops = mp_xmalloc((size_t)s->model.n_layers * sizeof *layer_flops);
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
             layer_params[l] = lc.params;
+            layer_flops[l] = lc.flops_f;
         }
     }
     struct dp_input in = {
@@ -260,6 +262,7 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
         .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
+        .layer_flops = layer_flops,
         .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
         .optimizer_time = sim_optimizer_time, .ctx = s,
     };
@@ -267,9 +270,10 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
     dp_init(&dp, &s->g, &in);
     plan->tensor = s->has_tensor ? &s->tensor : NULL;
     plan->on_grad = dp_on_grad;
-    plan->before_pass = cfg->training.zero >= 3 ? dp_before_pass : NULL;
+    plan->units = dp_units(&dp);
+    plan->before_unit = dp_before_unit;
+    plan->after_unit = dp_after_unit;
     plan->hook_ctx = &dp;
-    plan->pass_extra_comm = dp_pass_buffer(&dp, 0);
     if (s->has_experts) {
         plan->experts = &s->experts;
         plan->ep_show_ranks = cfg->experts.show_ranks;
@@ -279,6 +283,7 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
     dp_finish(&dp, &s->g, po);
     dp_release(&dp);
     free(layer_params);
+    free(layer_flops);
 }
 
 /* Duration of DualPipe's overlapped F&B op on one stage: the synthetic key,
@@ -858,13 +863,12 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
      * does not, simulate the whole step. */
     struct steady_plan sp;
     bool skip = cfg->run.steady_skip && !s->has_experts &&
-                steady_plan_find(cfg->training.schedule, &shape, &s->prog, getenv("MINP") ? atoi(getenv("MINP")) : STEADY_MIN_PERIODS, &sp);
+                steady_plan_find(cfg->training.schedule, &shape, &s->prog, STEADY_MIN_PERIODS, &sp);
     /* A generator bug must surface here, not as a hang in the engine. With
      * a plan, the program that runs is the shorter one, validated by
      * steady_plan_find, and the full one is it with periods put back. */
     if (!skip && (rc = validate_program(s, err))) return rc;
     rc = run_graph(s, &plan, skip ? &sp : NULL, opts, err);
-    if (getenv("SKIPDBG")) fprintf(stderr, "SKIPDBG plan %d periods %lld\n", skip, (long long)(rc == MP_OK ? engine_skipped_periods(&s->e) : -1));
     if (rc == MP_OK && skip && engine_skipped_periods(&s->e) == 0) {
         engine_release(&s->e);
         tg_release(&s->g);
