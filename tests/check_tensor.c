@@ -268,6 +268,77 @@ START_TEST(zero3_holds_one_layer_and_the_prefetch)
 }
 END_TEST
 
+/* Offload traffic per step by hand (offload.h). The GPT-2 of h = 1024 with
+ * 4 decoders on one stage (pp = 1, tp = 1), dp = 2, m = 4 microbatches,
+ * on the switch system with a [host] section of 25 GB/s and 10 µs per copy.
+ * P = the chip's parameters (all 6 layers), wb = 2 bytes.
+ *  - optimizer, ZeRO 1: the reduced fp32 gradient shard leaves once per
+ *    step, P × 4 / 2 bytes in all (however the buckets cut it), and the
+ *    updated weight shard comes back, P × 2 / 2; the chip holds no
+ *    optimizer state.
+ *  - optimizer+weights, ZeRO 3: every forward and backward fetches each
+ *    layer's shard, 2 passes × m × P × 2 / 2; every backward sends each
+ *    layer's reduced gradient shard, m × P × 4 / 2; nothing comes back after
+ *    the step; the chip holds neither weights nor optimizer state.
+ *  - all: the same, and each forward's stash (M_B of the stage) goes out
+ *    and comes back once per microbatch: m × M_B each way. */
+static void offload_traffic(const char *offload, int zero, double *out, double *back,
+                            struct sim *s)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    char m[600], y[600], z[64], o[64];
+    snprintf(m, sizeof m, "model.config=%s", small_model());
+    snprintf(y, sizeof y, "hardware.system=%s",
+             mp_test_tmpfile(".ini", "[system]\nchip = a100-sxm\nchips_per_node = 8\n"
+                                     "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
+                                     "latency = 5us\n[scaleout]\ntopology = fat_tree\n"
+                                     "bandwidth = 10GB/s\nlatency = 10us\n[host]\n"
+                                     "memory = 1TB\nlink_bw = 25GB/s\nlink_latency = 10us\n"));
+    snprintf(z, sizeof z, "training.zero=%d", zero);
+    snprintf(o, sizeof o, "training.offload=%s", offload);
+    const char *sets[] = { m, y, "model.seq_len=1024", "parallel.dp=2", "training.global_batch=8",
+                           z, o, NULL };
+    for (const char *const *k = sets; *k; k++) ck_assert_int_eq(config_set(&cfg, *k, "t", &err), MP_OK);
+    struct sim_options so = { .record_memory = true }; /* every op in s->g */
+    ck_assert_int_eq(sim_run(s, &cfg, &so, &err), MP_OK);
+    *out = *back = 0;
+    for (int i = 0; i < s->g.n_ops; i++) {
+        const struct op *op = &s->g.ops[i];
+        if (op->tag == TAG_OFFLOAD) *out += op->bytes;
+        if (op->tag == TAG_RELOAD) *back += op->bytes;
+    }
+}
+
+START_TEST(offload_traffic_by_hand)
+{
+    struct sim s;
+    double out, back;
+    offload_traffic("optimizer", 1, &out, &back, &s);
+    double P = model_params(&s.model);
+    ck_assert_double_eq_tol(out, P * 4 / 2, 1e-9 * P);
+    ck_assert_double_eq_tol(back, P * 2 / 2, 1e-9 * P);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_OPTIMIZER], 0);
+    /* The host holds the optimizer state of 8 chips: 12 B × P / 2 each. */
+    ck_assert_double_eq_tol(s.res.host_mem_bytes, 8 * 12 * P / 2, 1e-9 * P);
+    sim_release(&s);
+
+    offload_traffic("optimizer+weights", 3, &out, &back, &s);
+    ck_assert_double_eq_tol(back, 2 * 4 * P * 2 / 2, 1e-9 * P);
+    ck_assert_double_eq_tol(out, 4 * P * 4 / 2, 1e-9 * P);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_WEIGHTS], 0);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_OPTIMIZER], 0);
+    sim_release(&s);
+
+    offload_traffic("all", 3, &out, &back, &s);
+    double mb = s.stage_cost[0].act_bytes;
+    ck_assert_double_gt(mb, 0);
+    ck_assert_double_eq_tol(back, 2 * 4 * P * 2 / 2 + 4 * mb, 1e-9 * P);
+    ck_assert_double_eq_tol(out, 4 * P * 4 / 2 + 4 * mb, 1e-9 * P);
+    sim_release(&s);
+}
+END_TEST
+
 /* Gradient buckets synced during the last backward (dp_overlap) end the
  * step no later than one all-reduce after it, and hide some DP time. */
 START_TEST(dp_overlap_hides_gradient_sync)
@@ -360,6 +431,7 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, tp_overlap_hides_backward_all_reduce);
     tcase_add_test(tc, zero_memory_and_traffic);
     tcase_add_test(tc, zero3_holds_one_layer_and_the_prefetch);
+    tcase_add_test(tc, offload_traffic_by_hand);
     tcase_add_test(tc, dp_overlap_hides_gradient_sync);
     tcase_add_test(tc, tsp_shards_activations_and_adds_buffers);
     tcase_add_test(tc, every_schedule_finishes_with_tp_and_dp);

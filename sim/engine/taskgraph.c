@@ -180,7 +180,7 @@ static const char *const tag_names[N_TAGS] = {
     [TAG_OPTIMIZER] = "optimizer", [TAG_SEND] = "send", [TAG_ALL_REDUCE] = "all_reduce",
     [TAG_REDUCE_SCATTER] = "reduce_scatter", [TAG_ALL_GATHER] = "all_gather",
     [TAG_ALL_TO_ALL] = "all_to_all", [TAG_BROADCAST] = "broadcast", [TAG_MEM] = "mem",
-    [TAG_OTHER] = "other",
+    [TAG_OTHER] = "other", [TAG_OFFLOAD] = "offload", [TAG_RELOAD] = "reload",
 };
 
 static const char *const mem_names[N_MEM_CATS] = {
@@ -190,12 +190,20 @@ static const char *const mem_names[N_MEM_CATS] = {
 
 const char *tg_tag_name(enum op_tag tag) { return tag < N_TAGS ? tag_names[tag] : "?"; }
 const char *tg_mem_cat_name(enum mem_cat cat) { return cat < N_MEM_CATS ? mem_names[cat] : "?"; }
-const char *tg_stream_name(enum stream_kind s) { return s == STREAM_COMPUTE ? "compute" : "comm"; }
+const char *tg_stream_name(enum stream_kind s)
+{
+    static const char *const names[N_STREAMS] = {
+        [STREAM_COMPUTE] = "compute", [STREAM_COMM] = "comm", [STREAM_TO_HOST] = "to_host",
+        [STREAM_FROM_HOST] = "from_host",
+    };
+    return s < N_STREAMS ? names[s] : "?";
+}
 
 const char *tg_comm_name(enum comm_kind c)
 {
     static const char *const names[N_COMM_KINDS] = {
         [COMM_NONE] = "none", [COMM_TP] = "tp", [COMM_PP] = "pp", [COMM_DP] = "dp", [COMM_EP] = "ep",
+        [COMM_HOST] = "host",
     };
     return c < N_COMM_KINDS ? names[c] : "?";
 }

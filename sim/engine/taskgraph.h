@@ -13,7 +13,9 @@
 
 #include "sim/common.h"
 
-enum stream_kind { STREAM_COMPUTE, STREAM_COMM, N_STREAMS };
+/* A chip's streams: compute, communication (NCCL), and its copy engines to
+ * and from host memory (offload, sim/strategy/offload.h). */
+enum stream_kind { STREAM_COMPUTE, STREAM_COMM, STREAM_TO_HOST, STREAM_FROM_HOST, N_STREAMS };
 
 enum op_kind {
     OP_COMPUTE,    /* holds the compute stream for `duration` */
@@ -28,12 +30,13 @@ enum op_tag {
     TAG_F, TAG_B, TAG_W, TAG_BW, TAG_FB, TAG_OPTIMIZER,
     TAG_SEND, TAG_ALL_REDUCE, TAG_REDUCE_SCATTER, TAG_ALL_GATHER,
     TAG_ALL_TO_ALL, TAG_BROADCAST, TAG_MEM, TAG_OTHER,
+    TAG_OFFLOAD, TAG_RELOAD,   /* copies to and from host memory */
     N_TAGS
 };
 
 /* Which parallelism a communication op serves, for the exposed-comm report
  * (report.h); the engine ignores it. */
-enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, N_COMM_KINDS };
+enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_HOST, N_COMM_KINDS };
 
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                MEM_COMM, N_MEM_CATS };

@@ -80,6 +80,7 @@ struct config {
         bool dp_overlap;    /* gradient buckets sync during the last backward */
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
+        int offload;        /* enum offload_kind (sim/strategy/offload.h) */
     } training;
 
     /* Serving (sim/serve/serve.h). `present` is set when any inference.* key is

@@ -160,6 +160,10 @@ const struct config_key config_keys[] = {
         "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
         "collective algorithm for TP, DP and TSP collectives"),
     /* Issue 22 (scale): steady-state skipping, offload. */
+    KEY("training.offload", CONFIG_ENUM, training.offload, "none",
+        "none|optimizer|optimizer+weights|all", 1, 0,
+        "state kept in host memory over the system's [host] link (DeepSpeed ZeRO-Offload / "
+        "ZeRO-Infinity): optimizer (needs zero >= 1), + weights, + activations (need zero = 3)"),
     KEY("run.steady_skip", CONFIG_BOOL, run.steady_skip, "true", NULL, 1, 0,
         "skip whole periods of a pipeline's steady state once the engine sees its state "
         "repeat (results identical to the full run); false = simulate every op"),

@@ -70,19 +70,37 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
             for (int q2 = 0; q2 < q; q2++) seen |= prog->device_of[q2 * S + s] == d;
             if (!seen || prog->paths == 2) st->device_params[d] += st->stage_params[s];
         }
+    st->host_bytes = mp_xcalloc((size_t)D, sizeof *st->host_bytes);
+    enum offload_kind off = in->offload ? in->offload->kind : OFFLOAD_NONE;
     for (int d = 0; d < D; d++) {
         int chip = in->chip_of_device[d];
         double b[3];
         dp_bytes_per_param(in->weight_bits, in->zero, in->dp, b);
         if (in->layer_params) {
-            tg_static_alloc(g, chip, MEM_WEIGHTS, st->device_params[d] * b[0]);
+            /* Offloaded state is held by the host, not the chip (offload.h). */
+            double w = st->device_params[d] * b[0], o = st->device_params[d] * b[2];
+            if (off >= OFFLOAD_OPTIMIZER) st->host_bytes[d] += o, o = 0;
+            if (off >= OFFLOAD_WEIGHTS) st->host_bytes[d] += w, w = 0;
+            tg_static_alloc(g, chip, MEM_WEIGHTS, w);
             tg_static_alloc(g, chip, MEM_GRADS, st->device_params[d] * b[1]);
-            tg_static_alloc(g, chip, MEM_OPTIMIZER, st->device_params[d] * b[2]);
+            tg_static_alloc(g, chip, MEM_OPTIMIZER, o);
         } else {
             tg_static_alloc(g, chip, MEM_WEIGHTS, in->synthetic_weights);
         }
     }
-    if (in->zero >= 3 && in->dp > 1 && in->layer_params && in->layer_flops) build_units(st);
+    if (in->zero >= 3 && (in->dp > 1 || off >= OFFLOAD_WEIGHTS) && in->layer_params &&
+        in->layer_flops)
+        build_units(st);
+}
+
+double dp_host_bytes(const struct dp_state *st, int device)
+{
+    return st->host_bytes[device];
+}
+
+static enum offload_kind offloads(const struct dp_state *st)
+{
+    return st->in.offload ? st->in.offload->kind : OFFLOAD_NONE;
 }
 
 static void add_sync(struct dp_state *st, int device, int op)
@@ -96,15 +114,24 @@ static void add_sync(struct dp_state *st, int device, int op)
 static void bucket(struct dp_state *st, struct taskgraph *g, int d, int stage, double bytes,
                    int after)
 {
-    if (bytes <= 0 || st->in.dp <= 1) return;
-    group(st, d);
-    for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
-    struct coll_spec c = { .op = st->in.zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE,
-                           .algo = st->in.algo, .chips = st->chips, .n = st->in.dp, .bytes = bytes,
-                           .comm = COMM_DP, .mb = -1, .stage = stage };
-    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-    add_sync(st, d, st->done[0]);
-    st->collectives++;
+    bool off = offloads(st) >= OFFLOAD_OPTIMIZER;
+    if (bytes <= 0 || (st->in.dp <= 1 && !off)) return;
+    int done = after;
+    if (st->in.dp > 1) {
+        group(st, d);
+        for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
+        struct coll_spec c = { .op = st->in.zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE,
+                               .algo = st->in.algo, .chips = st->chips, .n = st->in.dp,
+                               .bytes = bytes, .comm = COMM_DP, .mb = -1, .stage = stage };
+        collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
+        done = st->done[0];
+        st->collectives++;
+    }
+    /* ZeRO-Offload: the reduced shard goes to the host for CPU-Adam. */
+    if (off)
+        done = offload_copy(g, st->in.offload, st->in.chip_of_device[d], true,
+                            st->in.zero >= 1 ? bytes / st->in.dp : bytes, done, MEM_GRADS, 0, 0);
+    add_sync(st, d, done);
 }
 
 static void flush(struct dp_state *st, struct taskgraph *g, int d, int stage)
@@ -170,6 +197,13 @@ int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
 {
     struct dp_state *st = ctx;
     int layer = st->in.stage[stage].layer_first + unit;
+    double wb = st->in.weight_bits / 8.0;
+    /* ZeRO-Infinity: the chip's shard of the layer comes from host memory
+     * first, then the group gathers the layer from the shards. */
+    if (offloads(st) >= OFFLOAD_WEIGHTS)
+        issue = offload_copy(g, st->in.offload, st->in.chip_of_device[device], false,
+                             st->in.layer_params[layer] * wb / st->in.dp, issue, MEM_COMM, 0, 0);
+    if (st->in.dp <= 1) return issue;
     group(st, device);
     for (int r = 0; r < st->in.dp; r++) st->ready[r] = issue;
     struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
@@ -184,15 +218,25 @@ void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
 {
     struct dp_state *st = ctx;
     int layer = st->in.stage[stage].layer_first + unit;
-    group(st, device);
-    for (int r = 0; r < st->in.dp; r++) st->ready[r] = last;
-    struct coll_spec c = { .op = COLL_REDUCE_SCATTER, .algo = st->in.algo, .chips = st->chips,
-                           .n = st->in.dp, .bytes = st->in.layer_params[layer] * GRAD_BYTES_PER_PARAM,
-                           .comm = COMM_DP, .mb = -1, .stage = stage };
-    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-    st->collectives++;
+    double bytes = st->in.layer_params[layer] * GRAD_BYTES_PER_PARAM;
+    int done = last;
+    if (st->in.dp > 1) {
+        group(st, device);
+        for (int r = 0; r < st->in.dp; r++) st->ready[r] = last;
+        struct coll_spec c = { .op = COLL_REDUCE_SCATTER, .algo = st->in.algo, .chips = st->chips,
+                               .n = st->in.dp, .bytes = bytes, .comm = COMM_DP, .mb = -1,
+                               .stage = stage };
+        collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
+        st->collectives++;
+        done = st->done[0];
+    }
+    /* ZeRO-Offload with ZeRO 3: every microbatch's reduced shard goes to
+     * the host, where CPU-Adam accumulates it. */
+    if (offloads(st) >= OFFLOAD_OPTIMIZER)
+        done = offload_copy(g, st->in.offload, st->in.chip_of_device[device], true,
+                            bytes / st->in.dp, done, MEM_GRADS, 0, 0);
     /* The optimizer step waits for every reduce-scatter of the device. */
-    add_sync(st, device, st->done[0]);
+    if (done != last) add_sync(st, device, done);
 }
 
 void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po)
@@ -221,12 +265,22 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
         double params = st->device_params[d];
         if (!st->in.layer_params || params <= 0) continue;
         double shard = st->in.zero >= 1 ? params / st->in.dp : params;
+        enum offload_kind off = offloads(st);
         struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER,
                             st->in.optimizer_time(st->in.ctx, shard));
+        if (off >= OFFLOAD_OPTIMIZER) {
+            /* CPU-Adam once every gradient is on the host; its own time is
+             * not modelled (offload.h). A zero-time mark on the copy stream. */
+            o = tg_op(OP_MEMORY, chip, STREAM_FROM_HOST, TAG_OPTIMIZER, 0);
+        }
         int id = tg_add(g, &o);
         if (po->last_op[d] >= 0) tg_dep(g, po->last_op[d], id);
         if (po->last_any[d] >= 0 && po->last_any[d] != po->last_op[d]) tg_dep(g, po->last_any[d], id);
         for (int k = 0; k < st->n_sync[d]; k++) tg_dep(g, st->sync_done[d][k], id);
+        /* The updated 16-bit weights (the chip's shard) come back. */
+        if (off == OFFLOAD_OPTIMIZER)
+            id = offload_copy(g, st->in.offload, chip, false, shard * st->in.weight_bits / 8.0, id,
+                              MEM_WEIGHTS, 0, 0);
         if ((st->in.zero == 1 || st->in.zero == 2) && st->in.dp > 1) {
             /* The distributed optimizer's updated weights go back to all. */
             group(st, d);
@@ -256,5 +310,6 @@ void dp_release(struct dp_state *st)
     free(st->done);
     free(st->units);
     free(st->unit_share);
+    free(st->host_bytes);
     memset(st, 0, sizeof *st);
 }

@@ -34,13 +34,19 @@
  * (dp_units: the largest two neighbours on the stage), and a backward one
  * layer's unsharded gradients until their reduce-scatter; the last pass of
  * one stage prefetches the first layer of the device's next pass. All of it
- * runs on the DP stream in issue order (pipeline.h, units). */
+ * runs on the DP stream in issue order (pipeline.h, units).
+ *
+ * Offload (training.offload, offload.h) moves the optimizer state (and the
+ * weights) to host memory: gradients leave over the host link as their
+ * reduction ends, the CPU steps the optimizer, updated weights come back
+ * (unless they live on the host, fetched layer by layer per pass). */
 #ifndef MPSIM_DATA_PARALLEL_H
 #define MPSIM_DATA_PARALLEL_H
 
 #include <stdbool.h>
 
 #include "collective.h"
+#include "offload.h"
 #include "pipeline.h"
 #include "schedule.h"
 #include "hardware/system.h"
@@ -65,6 +71,8 @@ struct dp_input {
      * layer's share of its stage's pass time, for ZeRO-3's units. */
     const double *layer_flops;
     double synthetic_weights;
+    /* State kept in host memory (offload.h); NULL or kind OFFLOAD_NONE: none. */
+    const struct offload *offload;
     /* The optimizer step's time for `params` parameters (sim.c prices it). */
     mp_time (*optimizer_time)(void *ctx, double params);
     void *ctx;
@@ -82,6 +90,7 @@ struct dp_state {
     int *chips, *ready, *done;/* scratch [dp] */
     int collectives;          /* bucket collectives appended */
     struct pipe_units *units; /* [stages]: ZeRO-3 units (dp_units), NULL otherwise */
+    double *host_bytes;       /* [devices]: bytes a chip keeps in host memory (offload) */
     double *unit_share;       /* their shares, [layers of all stages] */
 };
 
@@ -105,6 +114,10 @@ void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
 /* After pipeline_build: the remaining buckets, the optimizer step and (ZeRO
  * 1, 2) the weight all-gather. */
 void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po);
+
+/* Bytes one chip of `device` keeps in host memory (offload.h): its share of
+ * the optimizer state and, offloading weights, of the 16-bit weights. */
+double dp_host_bytes(const struct dp_state *st, int device);
 
 /* Free the bucket and sync bookkeeping (the ops stay in the task graph). */
 void dp_release(struct dp_state *st);

@@ -20,6 +20,7 @@ struct op_index {
     int *pass;   /* [(s*mbs + mb)*N_PASSES + pass]: op whose end is the pass's output */
     int *first;  /* same index: the pass's first op (dependencies land on it) */
     int *send;   /* [(s*mbs + mb)*2 + (0 fwd, 1 bwd)] */
+    int *stash;  /* [s*mbs + mb]: the copy of its activations to the host (offload), or -1 */
 };
 
 static int *at_first(struct op_index *ix, int mb, int s, int pass)
@@ -554,13 +555,17 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
 {
     const struct pipe_program *prog = pl->prog;
     int S = prog->stages, M = prog->microbatches;
-    struct op_index ix = { .mbs = M };
+    struct op_index ix = { .mbs = M, .stash = NULL };
     size_t cells = (size_t)M * S;
     ix.pass = mp_xmalloc(cells * N_PASSES * sizeof *ix.pass);
     ix.first = mp_xmalloc(cells * N_PASSES * sizeof *ix.first);
     ix.send = mp_xmalloc(cells * 2 * sizeof *ix.send);
     for (size_t i = 0; i < cells * N_PASSES; i++) ix.pass[i] = ix.first[i] = -1;
     for (size_t i = 0; i < cells * 2; i++) ix.send[i] = -1;
+    if (pl->act_offload) {
+        ix.stash = mp_xmalloc(cells * sizeof *ix.stash);
+        for (size_t i = 0; i < cells; i++) ix.stash[i] = -1;
+    }
     out->last_op = mp_xmalloc((size_t)prog->devices * sizeof *out->last_op);
     out->first_op = mp_xmalloc((size_t)prog->devices * sizeof *out->first_op);
     out->last_any = mp_xmalloc((size_t)prog->devices * sizeof *out->last_any);
@@ -589,11 +594,23 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
         int chip = pl->chip_of_device[d];
         out->first_op[d] = out->last_op[d] = out->last_any[d] = -1;
         struct unit_carry carry = { .last_marker = -1, .prefetched = -1, .for_k = -1 };
+        int prev_first = -1;
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
             bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && last_w[d * S + p->stage] == k;
+            /* Offloaded activations come back before the backward, fetched
+             * once the pass before it has started and they have arrived. */
+            int reload = -1;
+            double stash = pl->stage[p->stage].act_bytes;
+            if (pl->act_offload && (p->kind == PIPE_B || p->kind == PIPE_BW) && stash > 0) {
+                reload = offload_copy(g, pl->act_offload, chip, false, stash, prev_first,
+                                      MEM_ACTIVATIONS, stash, 0);
+                int gone = ix.stash[(size_t)p->stage * M + p->mb];
+                if (gone >= 0) tg_dep(g, gone, reload);
+            }
             struct emitted em;
-            emit_pass(g, pl, d, chip, p, k, last, NULL, 0, ready, done, &carry, &em);
+            emit_pass(g, pl, d, chip, p, k, last, &reload, reload >= 0, ready, done, &carry, &em);
+            prev_first = em.first;
             if (p->kind == PIPE_FB && pl->units && pl->units[p->stage2].n > 0)
                 for (int u = 0; u < pl->units[p->stage2].n; u++)
                     pl->after_unit(pl->hook_ctx, g, d, p->stage2, u, em.last_compute);
@@ -606,6 +623,10 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
                 *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 0);
+                if (pl->act_offload && stash > 0)
+                    ix.stash[(size_t)p->stage * M + p->mb] =
+                        offload_copy(g, pl->act_offload, chip, true, stash, em.last_compute,
+                                     MEM_ACTIVATIONS, 0, stash);
                 break;
             case PIPE_B:
                 *at_pass(&ix, p->mb, p->stage, PASS_B) = id;
@@ -683,6 +704,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     free(ix.pass);
     free(ix.first);
     free(ix.send);
+    free(ix.stash);
     free(ready);
     free(done);
     free(last_w);

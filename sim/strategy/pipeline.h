@@ -10,6 +10,7 @@
 
 #include "sim/common.h"
 #include "experts.h"
+#include "offload.h"
 #include "schedule.h"
 #include "hardware/system.h"
 #include "sim/engine/taskgraph.h"
@@ -73,6 +74,11 @@ struct pipeline_plan {
      * side (DualPipe's overlap) and ends when both have. NULL = none. */
     const struct ep_plan *experts;
     bool ep_show_ranks;              /* also put the other EP ranks' expert GEMMs on their chips */
+    /* Activations to host memory (training.offload = all, offload.h): a
+     * forward's stash leaves when the forward ends and comes back before
+     * its backward, fetched once the device's pass before that starts.
+     * NULL = kept on the chip. */
+    const struct offload *act_offload;
     /* Record, per op appended, which program entry appended it (for the
      * steady-state period, sim/strategy/steady.h): pipeline_out.origin. */
     bool record_origin;

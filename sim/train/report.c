@@ -162,6 +162,11 @@ void report_text(FILE *f, const struct sim *s)
                    "dp %.4g s%s", r->exposed_comm_s[COMM_TP], r->exposed_comm_s[COMM_PP],
                 r->exposed_comm_s[COMM_DP], s->has_experts ? "" : "\n");
     if (s->has_experts) fprintf(f, ", ep %.4g s\n", r->exposed_comm_s[COMM_EP]);
+    if (s->offload.kind != OFFLOAD_NONE)
+        fprintf(f, "offload     %s: %.4g GB per node in host memory (of %.4g GB); copies not "
+                   "hidden by compute %.4g s\n", s->cfg.training.offload == OFFLOAD_ALL ? "all" :
+                   s->cfg.training.offload == OFFLOAD_WEIGHTS ? "optimizer+weights" : "optimizer",
+                r->host_mem_bytes / 1e9, r->host_mem_capacity / 1e9, r->exposed_comm_s[COMM_HOST]);
     if (s->has_experts && r->stage) report_experts_text(f, s);
     fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time", r->events, r->sim_wall_s);
     if (r->steady_skipped_periods > 0)
@@ -213,10 +218,12 @@ void report_json(FILE *f, const struct sim *s)
     /* Periods of steady state put back rather than simulated op by op
      * (sim/engine/skip.c); 0 when every op was simulated. */
     cJSON_AddNumberToObject(root, "steady_state_skipped_periods", (double)r->steady_skipped_periods);
+    /* training.offload: what a node's host memory holds (0 without). */
+    cJSON_AddNumberToObject(root, "host_mem_bytes", r->host_mem_bytes);
     /* Communication not hidden by compute, per kind: the mean over stages
      * of the time each stage's compute stream sat idle waiting on it. */
     cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");
-    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP };
+    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_HOST };
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         cJSON_AddNumberToObject(ex, tg_comm_name(kinds[k]), r->exposed_comm_s[kinds[k]]);
     cJSON_AddNumberToObject(root, "sim_wall_s", r->sim_wall_s);
@@ -404,9 +411,14 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     const struct engine *e = &s->e;
     int *stage_of_chip = mp_xmalloc((size_t)g->n_chips * sizeof *stage_of_chip);
     bool *used = mp_xcalloc((size_t)g->n_chips, sizeof *used);
+    /* Streams of a chip with ops: the copy streams (offload) only then. */
+    unsigned *streams = mp_xcalloc((size_t)g->n_chips, sizeof *streams);
     for (int c = 0; c < g->n_chips; c++) stage_of_chip[c] = -1;
     for (int d = 0; d < s->prog.devices; d++) stage_of_chip[s->chip_of_device[d]] = d;
-    for (int i = 0; i < g->n_ops; i++) used[g->ops[i].chip] = true;
+    for (int i = 0; i < g->n_ops; i++) {
+        used[g->ops[i].chip] = true;
+        streams[g->ops[i].chip] |= 1u << g->ops[i].stream;
+    }
 
     fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
     const char *sep = "";
@@ -421,8 +433,9 @@ void report_chrome_trace(FILE *f, const struct sim *s)
         fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                    "\"args\":{\"sort_index\":%d}}", sep, c, c);
         for (int st = 0; st < N_STREAMS; st++)
-            fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                       "\"args\":{\"name\":\"%s\"}}", sep, c, st, tg_stream_name(st));
+            if (st <= STREAM_COMM || (streams[c] & (1u << st)))
+                fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                           "\"args\":{\"name\":\"%s\"}}", sep, c, st, tg_stream_name(st));
     }
     char ts[48], dur[48];
     for (int i = 0; i < g->n_ops; i++) {
@@ -470,4 +483,5 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     free(level);
     free(stage_of_chip);
     free(used);
+    free(streams);
 }

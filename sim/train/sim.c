@@ -238,6 +238,79 @@ static void expert_state_memory(struct sim *s)
     }
 }
 
+/* ---- offload (training.offload, offload.h) ------------------------------- */
+
+/* What one node's host memory holds: every chip of a node offloads as much
+ * as the busiest simulated chip (chips of a node are TP ranks of one stage
+ * or stages alike: assumed symmetric), its optimizer state and weights
+ * (dp_host_bytes) and, offloading activations, the stashes of its peak
+ * microbatches in flight. */
+static void offload_host_need(struct sim *s, const struct dp_state *dp,
+                              const struct pipe_program *prog)
+{
+    if (s->offload.kind == OFFLOAD_NONE) return;
+    double most = 0;
+    for (int d = 0; d < prog->devices; d++) {
+        double b = dp_host_bytes(dp, d);
+        if (s->offload.kind == OFFLOAD_ALL) {
+            int mb_units, w_units;
+            pipe_peak_inflight(&s->prog, d, 0, &mb_units, &w_units);
+            double act = 0;
+            for (int st = 0; st < prog->stages; st++)
+                if (prog->device_of[st] == d && s->stage_cost[st].act_bytes > act)
+                    act = s->stage_cost[st].act_bytes;
+            b += mb_units * act;
+        }
+        if (b > most) most = b;
+    }
+    s->res.host_mem_bytes = most * s->sys.chips_per_node;
+    s->res.host_mem_capacity = s->offload.host.mem_bytes;
+}
+
+/* The offload asked for must have a host to go to, and ZeRO under it as
+ * DeepSpeed does (offload.h). */
+static int offload_check(struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    int k = cfg->training.offload;
+    s->offload = (struct offload){ .kind = (enum offload_kind)k, .host = s->sys.host,
+                                   .link_base = s->sys.n_links };
+    if (k == OFFLOAD_NONE) return MP_OK;
+    char v[64];
+    config_format_value(cfg, config_find_key("training.offload"), v, sizeof v);
+    const char *at = cfg->path[0] ? cfg->path : "scenario";
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected none for a "
+                       "synthetic model (it has no optimizer state or weights to offload)", at, v);
+    if (!s->sys.host.present)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: system %s has no "
+                       "[host] section (host memory per node and the host link); expected none, "
+                       "or a system with [host]", at, v, s->sys.name);
+    if (k == OFFLOAD_OPTIMIZER && cfg->training.zero < 1)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected training.zero "
+                       ">= 1 (ZeRO-Offload keeps each chip's partition of the optimizer state on "
+                       "the host), got zero = 0", at, v);
+    if (k >= OFFLOAD_WEIGHTS && cfg->training.zero < 3)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected training.zero "
+                       "= 3 (ZeRO-Infinity fetches offloaded weights layer by layer with stage "
+                       "3), got zero = %d", at, v, cfg->training.zero);
+    return MP_OK;
+}
+
+/* Host memory over its capacity makes the run infeasible, as a chip's does. */
+static int check_host_memory(struct sim *s, struct mp_error *err)
+{
+    struct sim_result *r = &s->res;
+    if (s->offload.kind == OFFLOAD_NONE || r->host_mem_bytes <= r->host_mem_capacity) return MP_OK;
+    snprintf(r->infeasible_reason, sizeof r->infeasible_reason,
+             "does not fit in host memory: training.offload keeps %.2f GB per node (%d chips × "
+             "%.2f GB) but [host] memory is %.2f GB", r->host_mem_bytes / 1e9,
+             s->sys.chips_per_node, r->host_mem_bytes / s->sys.chips_per_node / 1e9,
+             r->host_mem_capacity / 1e9);
+    r->feasible = false;
+    return mp_fail(err, MP_ERR_INFEASIBLE, "%s", r->infeasible_reason);
+}
+
 /* Weights, gradients and optimizer state, the DP gradient sync and the
  * optimizer step (data_parallel.h), hooked into the pipeline build. */
 static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeline_out *po)
@@ -264,10 +337,12 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
         .layer_flops = layer_flops,
         .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
-        .optimizer_time = sim_optimizer_time, .ctx = s,
+        .optimizer_time = sim_optimizer_time, .ctx = s, .offload = &s->offload,
     };
     struct dp_state dp;
     dp_init(&dp, &s->g, &in);
+    offload_host_need(s, &dp, plan->prog);
+    plan->act_offload = s->offload.kind == OFFLOAD_ALL ? &s->offload : NULL;
     plan->tensor = s->has_tensor ? &s->tensor : NULL;
     plan->on_grad = dp_on_grad;
     plan->units = dp_units(&dp);
@@ -442,11 +517,11 @@ static int64_t first_ending_after(const struct engine *e, int cs, int64_t k, int
  * ops are the step's as simulated in full (engine_stream_op); the left-out
  * periods repeat the first of them exactly, so that one is measured and
  * counted for all. */
-static void exposed_on(const struct sim *s, int lane, int chip, unsigned kinds, mp_time *out)
+static void exposed_on(const struct sim *s, int lane, int ks, unsigned kinds, mp_time *out)
 {
     const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
-    int cs = lane * N_STREAMS + STREAM_COMPUTE, ks = chip * N_STREAMS + STREAM_COMM;
+    int cs = lane * N_STREAMS + STREAM_COMPUTE;
     int64_t c1 = engine_stream_len(e, cs), n = engine_stream_len(e, ks), k = 0, at;
     int len;
     int64_t K = engine_stream_period(e, ks, &at, &len);
@@ -530,9 +605,13 @@ static void fold_metrics(struct sim *s)
         struct stage_report *st = &r->stage[d];
         int lane = st->chip;
         unsigned own = (1u << COMM_TP) | (1u << COMM_PP) | (1u << COMM_EP);
-        if (tp > 1) exposed_on(s, lane, lane + 1, 1u << COMM_DP, st->exposed_comm);
+        if (tp > 1) exposed_on(s, lane, (lane + 1) * N_STREAMS + STREAM_COMM, 1u << COMM_DP,
+                               st->exposed_comm);
         else own |= 1u << COMM_DP;
-        exposed_on(s, lane, lane, own, st->exposed_comm);
+        exposed_on(s, lane, lane * N_STREAMS + STREAM_COMM, own, st->exposed_comm);
+        /* Copies to and from host memory (offload): each copy stream apart. */
+        exposed_on(s, lane, lane * N_STREAMS + STREAM_TO_HOST, 1u << COMM_HOST, st->exposed_comm);
+        exposed_on(s, lane, lane * N_STREAMS + STREAM_FROM_HOST, 1u << COMM_HOST, st->exposed_comm);
         for (int k = 0; k < N_COMM_KINDS; k++) r->exposed_comm_s[k] += mp_seconds(st->exposed_comm[k]) / P;
     }
     r->bubble = r->step_time > 0 ? 1.0 - busy / ((double)P * (double)r->step_time) : 0;
@@ -753,7 +832,8 @@ static int validate_program(struct sim *s, struct mp_error *err)
 static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct steady_plan *sp,
                      const struct sim_options *opts, struct mp_error *err)
 {
-    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
+    tg_init(&s->g, s->sys.n_chips,
+            s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
     s->has_graph = true;
     plan->prog = sp ? &sp->reduced : &s->prog;
     plan->record_origin = sp != NULL;
@@ -777,7 +857,8 @@ static int expand_full(struct sim *s, struct pipeline_plan *plan, struct mp_erro
     struct taskgraph short_g = s->g;
     struct engine short_e = s->e;
     s->res.steady_skipped_periods = engine_skipped_periods(&short_e);
-    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
+    tg_init(&s->g, s->sys.n_chips,
+            s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
     plan->prog = &s->prog;
     plan->record_origin = false;
     struct pipeline_out po;
@@ -804,6 +885,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
     if ((rc = load_inputs(s, err))) return rc;
+    if ((rc = offload_check(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
@@ -892,7 +974,8 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     cost_compute(&s->res.cost, &s->sys.chip, s->res.n_chips, mp_seconds(s->res.step_time),
                  (double)cfg->training.global_batch * cfg->model.seq_len, opts->token_budget);
     s->res.sim_wall_s = mp_wall_seconds() - t0;
-    return check_memory(s, err);
+    if ((rc = check_memory(s, err))) return rc;
+    return check_host_memory(s, err);
 }
 
 void sim_release(struct sim *s)

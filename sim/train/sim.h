@@ -17,6 +17,7 @@
 #include "hardware/efficiency.h"
 #include "sim/engine/engine.h"
 #include "sim/strategy/experts.h"
+#include "sim/strategy/offload.h"
 #include "models/model.h"
 #include "sim/strategy/pipeline.h"
 #include "sim/strategy/schedule.h"
@@ -55,6 +56,9 @@ struct sim_result {
     /* Periods of steady state the engine did not simulate op by op but put
      * back once its state repeated (engine.h); 0 when the step ran in full. */
     int64_t steady_skipped_periods;
+    /* training.offload: bytes a node's host memory holds for its chips
+     * (offload.h), and the node's host memory; 0 without offload. */
+    double host_mem_bytes, host_mem_capacity;
     int n_chips, microbatches, stages;
     struct stage_report *stage;   /* [stages] */
     /* The closed form of the schedule (cases.md §3), shown beside the
@@ -89,6 +93,7 @@ struct sim {
     int *chip_of_device;            /* [pp] */
     struct tensor_plan tensor;      /* TP/SP/TSP passes (tensor.h) */
     bool has_tensor;
+    struct offload offload;         /* training.offload (offload.h) */
     struct ep_plan experts;         /* MoE routing and EP all-to-alls (experts.h) */
     bool has_experts;
     struct taskgraph g;
