@@ -117,7 +117,9 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
     int *ids = mp_xmalloc((size_t)n * sizeof *ids);
     int nn = 0;
     for (int i = 0; i < n; i++) {
-        int nd = system_node_of(sys, chips[i]), k = 0;
+        /* Groups list their chips node by node, as a rule: try the last
+         * node first, so the usual case is O(n), not O(n²). */
+        int nd = system_node_of(sys, chips[i]), k = nn > 0 && ids[nn - 1] == nd ? nn - 1 : 0;
         while (k < nn && ids[k] != nd) k++;
         if (k == nn) ids[nn++] = nd;
         node[i] = k;
@@ -452,14 +454,20 @@ static void single_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
                       int n, double bytes, const int *ready, int *done)
 {
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[op];
-    struct op o = tg_op(OP_COLLECTIVE, chips[0], STREAM_COMM, tag,
-                        op_time(x->sys, op, algo, chips, n, bytes, x->c->chunks > 1 ? x->c->chunks : 1));
+    bool whole = op == x->c->op && chips == x->c->chips && n == x->c->n && bytes == x->c->bytes;
+    mp_time t = whole && x->c->time > 0
+                    ? x->c->time
+                    : op_time(x->sys, op, algo, chips, n, bytes, x->c->chunks > 1 ? x->c->chunks : 1);
+    struct op o = tg_op(OP_COLLECTIVE, chips[0], STREAM_COMM, tag, t);
     o.bytes = bytes;
     o.comm = x->c->comm;
     o.mb = x->c->mb;
     o.stage = x->c->stage;
     int id = tg_add(x->g, &o);
-    for (int i = 0; i < n; i++) {
+    /* Usually every member waits on the same op: one dependency. */
+    bool same = true;
+    for (int i = 1; i < n && same; i++) same = ready[i] == ready[0];
+    for (int i = 0; i < (same ? 1 : n); i++) {
         bool seen = false;
         for (int k = 0; k < i; k++) seen |= ready[k] == ready[i];
         if (ready[i] >= 0 && !seen) tg_dep(x->g, ready[i], id);

@@ -66,6 +66,8 @@ struct coll_spec {
     bool compact;          /* detailed rings as one OP_RING per chip (tg_add_ring):
                               same times, O(n) ops instead of O(n²), but no
                               op per transfer for reports to list */
+    mp_time time;          /* fast fidelity: the op's duration when already known
+                              (collective_time of this very spec), 0 = compute it */
     int chunks;            /* ring algorithms: the buffer cut in this many pieces in
                               flight at once, each step sending them in turn (NCCL's
                               chunks); 0 or 1 = one buffer */

@@ -103,6 +103,26 @@ static enum offload_kind offloads(const struct dp_state *st)
     return st->in.offload ? st->in.offload->kind : OFFLOAD_NONE;
 }
 
+/* Append collective `c` of device d's DP group (group() already called),
+ * its fast time looked up before it is priced. */
+static void add_collective(struct dp_state *st, struct taskgraph *g, int d, struct coll_spec *c)
+{
+    if (st->in.fidelity == FIDELITY_FAST) {
+        int i = 0;
+        while (i < st->n_timed && !(st->timed[i].device == d && st->timed[i].op == (int)c->op &&
+                                    st->timed[i].bytes == c->bytes))
+            i++;
+        if (i == st->n_timed) {
+            MP_GROW(st->timed, st->cap_timed, st->n_timed + 1);
+            st->timed[st->n_timed++] = (struct dp_timed){ d, (int)c->op, c->bytes,
+                                                          collective_time(st->in.sys, c) };
+        }
+        c->time = st->timed[i].t;
+    }
+    collective_add(g, st->in.sys, c, st->in.fidelity, st->ready, st->done);
+    st->collectives++;
+}
+
 static void add_sync(struct dp_state *st, int device, int op)
 {
     MP_GROW(st->sync_done[device], st->cap_sync[device], st->n_sync[device] + 1);
@@ -123,9 +143,8 @@ static void bucket(struct dp_state *st, struct taskgraph *g, int d, int stage, d
         struct coll_spec c = { .op = st->in.zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE,
                                .algo = st->in.algo, .chips = st->chips, .n = st->in.dp,
                                .bytes = bytes, .comm = COMM_DP, .mb = -1, .stage = stage };
-        collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
+        add_collective(st, g, d, &c);
         done = st->done[0];
-        st->collectives++;
     }
     /* ZeRO-Offload: the reduced shard goes to the host for CPU-Adam. */
     if (off)
@@ -209,8 +228,7 @@ int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
     struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
                            .n = st->in.dp, .bytes = st->in.layer_params[layer] * st->in.weight_bits / 8.0,
                            .comm = COMM_DP, .mb = -1, .stage = stage };
-    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-    st->collectives++;
+    add_collective(st, g, device, &c);
     return st->done[0];
 }
 
@@ -226,8 +244,7 @@ void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
         struct coll_spec c = { .op = COLL_REDUCE_SCATTER, .algo = st->in.algo, .chips = st->chips,
                                .n = st->in.dp, .bytes = bytes, .comm = COMM_DP, .mb = -1,
                                .stage = stage };
-        collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-        st->collectives++;
+        add_collective(st, g, device, &c);
         done = st->done[0];
     }
     /* ZeRO-Offload with ZeRO 3: every microbatch's reduced shard goes to
@@ -288,8 +305,7 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
             struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
                                    .n = st->in.dp, .bytes = params * st->in.weight_bits / 8.0,
                                    .comm = COMM_DP, .mb = -1, .stage = -1 };
-            collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-            st->collectives++;
+            add_collective(st, g, d, &c);
         }
     }
 }
@@ -311,5 +327,6 @@ void dp_release(struct dp_state *st)
     free(st->units);
     free(st->unit_share);
     free(st->host_bytes);
+    free(st->timed);
     memset(st, 0, sizeof *st);
 }

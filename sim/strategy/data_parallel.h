@@ -91,6 +91,11 @@ struct dp_state {
     int collectives;          /* bucket collectives appended */
     struct pipe_units *units; /* [stages]: ZeRO-3 units (dp_units), NULL otherwise */
     double *host_bytes;       /* [devices]: bytes a chip keeps in host memory (offload) */
+    /* Fast-fidelity times already priced, by (device, op, bytes): ZeRO-3
+     * prices the same gathers every pass, and pricing a group of hundreds
+     * walks its routes. */
+    struct dp_timed { int device, op; double bytes; mp_time t; } *timed;
+    int n_timed, cap_timed;
     double *unit_share;       /* their shares, [layers of all stages] */
 };
 

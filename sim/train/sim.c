@@ -129,6 +129,11 @@ static mp_time sim_optimizer_time(void *ctx, double params)
                         params * OPTIMIZER_TRAFFIC_PER_PARAM, 16);
 }
 
+mp_time sim_optimizer_step_time(const struct sim *s, double params)
+{
+    return sim_optimizer_time((void *)s, params);
+}
+
 /* The tensor-parallel passes (tensor.h) when there is a TP group, or when
  * data-parallel buckets need the last backward cut per layer. */
 static void plan_tensor(struct sim *s)
@@ -747,11 +752,22 @@ static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
     return rc;
 }
 
-static int load_inputs(struct sim *s, struct mp_error *err)
+static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
     char path[1024];
     int rc;
+    if (in) {
+        /* Borrowed (shallow copies, never freed here: sim_release). */
+        s->borrowed = true;
+        if (in->model) s->model = *in->model;
+        s->has_model = in->model != NULL;
+        s->catalog = *in->catalog;
+        s->sys = *in->sys;
+        s->has_system = true;
+        s->eff = *in->eff;
+        return MP_OK;
+    }
     if (cfg->model.kind == MODEL_TRANSFORMER) {
         if ((rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err)))
             return rc;
@@ -873,18 +889,18 @@ static int expand_full(struct sim *s, struct pipeline_plan *plan, struct mp_erro
     return rc;
 }
 
-int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
-            struct mp_error *err)
+/* sim_run up to the task graph (sim_price_layout): the program for
+ * `microbatches` (0: the scenario's), priced, with its TP/SP passes. */
+static int prepare(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                   int microbatches, struct pipe_shape *shape, struct pipeline_plan *plan,
+                   struct mp_error *err)
 {
-    struct sim_options none = { 0 };
-    if (!opts) opts = &none;
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->res.feasible = true;
-    double t0 = mp_wall_seconds();
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
-    if ((rc = load_inputs(s, err))) return rc;
+    if ((rc = load_inputs(s, opts->inputs, err))) return rc;
     if ((rc = offload_check(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
@@ -892,34 +908,34 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
                        pp, cfg->parallel.vpp, s->model.decoders);
-    struct pipe_shape shape = {
-        .devices = pp, .microbatches = config_microbatches(cfg), .chunks = cfg->parallel.vpp,
-        .layers = s->has_model ? s->model.decoders : 0,
+    *shape = (struct pipe_shape){
+        .devices = pp, .microbatches = microbatches ? microbatches : config_microbatches(cfg),
+        .chunks = cfg->parallel.vpp, .layers = s->has_model ? s->model.decoders : 0,
         .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
     };
     if (!s->has_model)
-        zb_shape_times(&shape, (double)cfg->synthetic.forward,
+        zb_shape_times(shape, (double)cfg->synthetic.forward,
                        (double)cfg->synthetic.backward_input,
                        (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if ((rc = schedule_generate(cfg->training.schedule, &shape, &s->prog, err)))
+    if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err)))
         return schedule_failed(s, rc, err);
 
     s->res.n_chips = tp * pp * dp;
-    s->res.microbatches = shape.microbatches;
+    s->res.microbatches = shape->microbatches;
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
     if (zb_needs_prices(s)) {
-        zb_priced_shape(s, &shape);
+        zb_priced_shape(s, shape);
         pipe_program_release(&s->prog);
-        if ((rc = schedule_generate(cfg->training.schedule, &shape, &s->prog, err))) {
+        if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err))) {
             /* The user wrote bytes; say what they came to in M_B. */
             const struct config_mem_amount *lim = &cfg->training.memory_limit;
-            if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape.mem_limit > 0) {
+            if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape->mem_limit > 0) {
                 char why[sizeof err->msg];
                 snprintf(why, sizeof why, "%s", err->msg);
                 mp_fail(err, rc, "training.memory_limit = %.4g GB is %.3g M_B of the largest "
-                        "stage's activations: %s", lim->value / 1e9, shape.mem_limit, why);
+                        "stage's activations: %s", lim->value / 1e9, shape->mem_limit, why);
             }
             return schedule_failed(s, rc, err);
         }
@@ -933,12 +949,34 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
     for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * dp;
 
-    struct pipeline_plan plan = {
+    *plan = (struct pipeline_plan){
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
     };
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);
+    return MP_OK;
+}
+
+int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                     int microbatches, struct mp_error *err)
+{
+    struct sim_options none = { 0 };
+    struct pipe_shape shape;
+    struct pipeline_plan plan;
+    return prepare(s, cfg, opts ? opts : &none, microbatches, &shape, &plan, err);
+}
+
+int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+            struct mp_error *err)
+{
+    struct sim_options none = { 0 };
+    if (!opts) opts = &none;
+    double t0 = mp_wall_seconds();
+    struct pipe_shape shape;
+    struct pipeline_plan plan;
+    int rc = prepare(s, cfg, opts, 0, &shape, &plan, err);
+    if (rc) return rc;
     /* Steady-state skipping (issue 22): with every microbatch costing the
      * same (no MoE routing draws), simulate a shorter program and let the
      * engine put the left-out periods back once its state repeats; when it
@@ -985,9 +1023,11 @@ void sim_release(struct sim *s)
         tg_release(&s->g);
     }
     if (s->has_prog) pipe_program_release(&s->prog);
-    if (s->has_system) system_release(&s->sys);
-    if (s->has_model) model_release(&s->model);
-    chip_catalog_release(&s->catalog);
+    if (!s->borrowed) {
+        if (s->has_system) system_release(&s->sys);
+        if (s->has_model) model_release(&s->model);
+        chip_catalog_release(&s->catalog);
+    }
     if (s->has_tensor) tensor_plan_release(&s->tensor);
     if (s->has_experts) experts_plan_release(&s->experts);
     free(s->stage_cost);

@@ -99,13 +99,26 @@ struct sim {
     struct taskgraph g;
     struct engine e;
     bool has_graph;
+    bool borrowed;                  /* model, catalogue, system, eff from sim_options.inputs */
     struct sim_result res;
+};
+
+/* Inputs many runs of one model on one machine share (search, sweeps): the
+ * model, chip catalogue, system and efficiency table, loaded once. Borrowed
+ * by sim_run, never freed by sim_release; the system must have been loaded
+ * for this many chips (system_load's chips_needed). */
+struct sim_inputs {
+    const struct model *model;      /* NULL: a synthetic model */
+    const struct chip_catalog *catalog;
+    const struct system *sys;
+    const struct efficiency *eff;
 };
 
 struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
+    const struct sim_inputs *inputs; /* NULL: load them from the scenario */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
@@ -117,6 +130,18 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 
 /* Free everything sim_run built, whatever it returned. */
 void sim_release(struct sim *s);
+
+/* Everything sim_run does before it builds the task graph — the program,
+ * every stage priced, its TP/SP passes — with the program generated for
+ * `microbatches` instead of the scenario's (only its layout of stages on
+ * devices matters to a caller that prices, such as the search bound:
+ * sim/train/bound.h). Errors as sim_run; sim_release afterwards. */
+int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                     int microbatches, struct mp_error *err);
+
+/* The optimizer step of `params` parameters on the simulated chip, as the
+ * step's optimizer op is priced (data_parallel.c). */
+mp_time sim_optimizer_step_time(const struct sim *s, double params);
 
 /* The layers pipeline stage `s` of `stages` holds, as indices into
  * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head):
