@@ -32,8 +32,27 @@ static bool all_on(const int *run, int n, int a, int b)
     return run[b] - run[a] == b - a;
 }
 
-bool steady_device_window(const struct pipe_program *full, const struct pipe_program *reduced,
-                          int d, int64_t K, int q, int *lo, int *hi, int *c_out)
+/* The full program's repetition counts for one device, period c, shift q
+ * (they do not change from one trial K to the next: kept across them). */
+struct full_runs {
+    int q, c;
+    int *run;  /* prefix counts of "op i repeats at i + c" */
+};
+
+static int *full_run(const struct pipe_program *full, int d, int c, int q)
+{
+    const struct pipe_op *L = full->ops[d];
+    int nf = full->n_ops[d] - c;
+    if (nf < 0) nf = 0;
+    bool *pf = mp_xmalloc(((size_t)nf + 1) * sizeof *pf);
+    for (int i = 0; i < nf; i++) pf[i] = shifted(&L[i], &L[i + c], q);
+    int *run = prefix(pf, nf);
+    free(pf);
+    return run;
+}
+
+static bool window(const struct pipe_program *full, const struct pipe_program *reduced, int d,
+                   int64_t K, int q, struct full_runs *cache, int *lo, int *hi, int *c_out)
 {
     const struct pipe_op *L = full->ops[d], *R = reduced->ops[d];
     int n = full->n_ops[d], nr = reduced->n_ops[d];
@@ -45,12 +64,23 @@ bool steady_device_window(const struct pipe_program *full, const struct pipe_pro
     int A = 0, B = 0;
     while (A < nr && shifted(&R[A], &L[A], 0)) A++;
     while (B < nr && shifted(&R[nr - 1 - B], &L[n - 1 - B], (int)xk)) B++;
-    /* pf[i]: the full program repeats from i to i + c; pr[i]: the reduced. */
+    /* runf: the full program repeats from i to i + c; runr: the reduced. */
     int nf = n - c, np = nr - c > 0 ? nr - c : 0;
-    bool *pf = mp_xmalloc(((size_t)nf + 1) * sizeof *pf), *pr = mp_xmalloc(((size_t)np + 1) * sizeof *pr);
-    for (int i = 0; i < nf; i++) pf[i] = shifted(&L[i], &L[i + c], q);
+    int *own = NULL, *runf;
+    if (cache && cache->run && cache->q == q && cache->c == c) {
+        runf = cache->run;
+    } else {
+        runf = full_run(full, d, c, q);
+        if (cache) {
+            free(cache->run);
+            *cache = (struct full_runs){ q, c, runf };
+        } else {
+            own = runf;
+        }
+    }
+    bool *pr = mp_xmalloc(((size_t)np + 1) * sizeof *pr);
     for (int i = 0; i < np; i++) pr[i] = shifted(&R[i], &R[i + c], q);
-    int *runf = prefix(pf, nf), *runr = prefix(pr, np);
+    int *runr = prefix(pr, np);
     /* p is a place for the periods when the programs agree before it and
      * (shifted by K·q) after it, the full program repeats over the inserted
      * periods and the one before, and the reduced one repeats up to p. */
@@ -65,15 +95,20 @@ bool steady_device_window(const struct pipe_program *full, const struct pipe_pro
         if (ok && p - cur > best_hi - best_lo) best_lo = cur, best_hi = p;
         if (!ok) cur = -1;
     }
-    free(pf);
     free(pr);
-    free(runf);
+    free(own);
     free(runr);
     if (best_lo < 0) return false;
     *lo = best_lo;
     *hi = best_hi;
     *c_out = c;
     return true;
+}
+
+bool steady_device_window(const struct pipe_program *full, const struct pipe_program *reduced,
+                          int d, int64_t K, int q, int *lo, int *hi, int *c_out)
+{
+    return window(full, reduced, d, K, q, NULL, lo, hi, c_out);
 }
 
 void steady_plan_release(struct steady_plan *plan)
@@ -90,7 +125,7 @@ void steady_plan_release(struct steady_plan *plan)
  * any device has (when the windows exist). */
 static bool try_plan(const char *schedule, const struct pipe_shape *shape,
                      const struct pipe_program *full, int q, int64_t K, int need,
-                     struct steady_plan *plan, int64_t *fewest)
+                     struct full_runs *cache, struct steady_plan *plan, int64_t *fewest)
 {
     struct pipe_shape s = *shape;
     s.microbatches = (int)(shape->microbatches - K * q);
@@ -115,8 +150,8 @@ static bool try_plan(const char *schedule, const struct pipe_shape *shape,
         ok = full->path_of_mb[mb + q] == full->path_of_mb[mb];
     int64_t least = INT64_MAX;
     for (int d = 0; ok && d < P; d++) {
-        ok = steady_device_window(full, &plan->reduced, d, K, q, &plan->lo[d], &plan->hi[d],
-                                  &plan->c[d]);
+        ok = window(full, &plan->reduced, d, K, q, &cache[d], &plan->lo[d], &plan->hi[d],
+                    &plan->c[d]);
         if (ok && (plan->hi[d] - plan->lo[d]) / plan->c[d] < least)
             least = (plan->hi[d] - plan->lo[d]) / plan->c[d];
     }
@@ -133,7 +168,9 @@ bool steady_plan_find(const char *schedule, const struct pipe_shape *shape,
     memset(plan, 0, sizeof *plan);
     int m = shape->microbatches, p = shape->devices;
     int qs[3] = { 1, 2, p };
-    for (int k = 0; k < 3; k++) {
+    struct full_runs *cache = mp_xcalloc((size_t)p, sizeof *cache);
+    bool found = false;
+    for (int k = 0; k < 3 && !found; k++) {
         int q = qs[k];
         if (q < 1 || (k == 2 && (p == 1 || p == 2))) continue;
         /* At least half the microbatches left out, or it is not worth it. */
@@ -141,7 +178,15 @@ bool steady_plan_find(const char *schedule, const struct pipe_shape *shape,
         if (kmin < 1) kmin = 1;
         if (kmax < kmin) continue;
         struct steady_plan t;
-        if (!try_plan(schedule, shape, full, q, kmin, min_periods, &t, &fewest)) continue;
+        /* First try a program long enough for any schedule's warm-up (2p
+         * periods) and the window asked for twice over: short, so cheap to
+         * generate; then from its window, the guess below. */
+        int64_t k0 = (m - (2LL * p + 2LL * min_periods) * q) / q;
+        if (k0 > kmax) k0 = kmax;
+        if (!(k0 >= kmin && try_plan(schedule, shape, full, q, k0, min_periods, cache, &t, &fewest)) &&
+            !try_plan(schedule, shape, full, q, kmin, min_periods, cache, &t, &fewest))
+            continue;
+        kmin = t.elided;
         /* Each period left out shortens every window by one period, so the
          * largest K that keeps `min_periods` is first guessed from the
          * window at kmin, then (if the guess fails) bisected. */
@@ -152,7 +197,7 @@ bool steady_plan_find(const char *schedule, const struct pipe_shape *shape,
             guess = -1;
             struct steady_plan u;
             int64_t f;
-            if (try_plan(schedule, shape, full, q, mid, min_periods, &u, &f)) {
+            if (try_plan(schedule, shape, full, q, mid, min_periods, cache, &u, &f)) {
                 steady_plan_release(&t);
                 t = u;
                 good = mid;
@@ -168,7 +213,7 @@ bool steady_plan_find(const char *schedule, const struct pipe_shape *shape,
             struct steady_plan u;
             int64_t f;
             bool ok = t.elided > 1 &&
-                      try_plan(schedule, shape, full, q, t.elided - 1, min_periods, &u, &f);
+                      try_plan(schedule, shape, full, q, t.elided - 1, min_periods, cache, &u, &f);
             steady_plan_release(&t);
             if (!ok) continue;
             t = u;
@@ -181,7 +226,9 @@ bool steady_plan_find(const char *schedule, const struct pipe_shape *shape,
             continue;
         }
         *plan = t;
-        return true;
+        found = true;
     }
-    return false;
+    for (int d = 0; d < p; d++) free(cache[d].run);
+    free(cache);
+    return found;
 }

@@ -492,71 +492,101 @@ static void textbook_formula(struct sim *s)
     r->formula_figure = figure;
 }
 
-/* The first of compute ops i ≥ k (of n, on stream `cs`) ending after `a`:
- * their ends never go down, so gallop then bisect (a stream of the step as
+/* A stream of the step as simulated in full (engine_stream_op), read
+ * without a call per op: the graph's ops before the jump, K copies of the
+ * repetition before it, shifted, then the graph's ops after it. */
+struct view {
+    const int32_t *ops;   /* the graph's stream */
+    int64_t at, len, K, n;
+    mp_time delta;
+};
+
+static struct view view_of(const struct engine *e, int s)
+{
+    const struct taskgraph *g = e->g;
+    struct view v = { .ops = g->stream_ops + g->stream_off[s], .n = engine_stream_len(e, s),
+                      .delta = engine_period(e) };
+    int len;
+    v.K = engine_stream_period(e, s, &v.at, &len);
+    v.len = len;
+    if (v.len == 0) v.K = 0;
+    return v;
+}
+
+static inline int view_op(const struct view *v, int64_t i, mp_time *shift)
+{
+    *shift = 0;
+    if (v->K == 0 || i < v->at) return v->ops[i];
+    int64_t t = i - v->at;
+    if (t < v->K * v->len) {
+        *shift = (t / v->len + 1) * v->delta;
+        return v->ops[v->at - v->len + t % v->len];
+    }
+    return v->ops[i - v->K * v->len];
+}
+
+/* The first of ops i ≥ k of view `c` ending after `a`: ends never go down
+ * on a compute stream, so gallop then bisect (a stream of the step as
  * simulated in full may hold millions of ops). */
-static int64_t first_ending_after(const struct engine *e, int cs, int64_t k, int64_t n, mp_time a)
+static int64_t first_ending_after(const struct engine *e, const struct view *c, int64_t k, mp_time a)
 {
     mp_time sh;
     int id;
-    if (k >= n || (id = engine_stream_op(e, cs, k, &sh), e->end[id] + sh > a)) return k;
+    if (k >= c->n || (id = view_op(c, k, &sh), e->end[id] + sh > a)) return k;
     int64_t lo = k, step = 1; /* end(lo) <= a */
-    while (lo + step < n && (id = engine_stream_op(e, cs, lo + step, &sh), e->end[id] + sh <= a)) {
+    while (lo + step < c->n && (id = view_op(c, lo + step, &sh), e->end[id] + sh <= a)) {
         lo += step;
         step *= 2;
     }
-    int64_t hi = lo + step < n ? lo + step : n; /* end(hi) > a, or hi = n */
+    int64_t hi = lo + step < c->n ? lo + step : c->n; /* end(hi) > a, or hi = n */
     while (hi - lo > 1) {
         int64_t mid = lo + (hi - lo) / 2;
-        id = engine_stream_op(e, cs, mid, &sh);
+        id = view_op(c, mid, &sh);
         if (e->end[id] + sh <= a) lo = mid; else hi = mid;
     }
     return hi;
 }
 
-/* Time the ops of `kinds` (bit mask of enum comm_kind) on a chip's comm
- * stream run while `lane`'s compute stream is idle, per kind. Compute ops
- * never overlap each other and run in stream order; comm ops start in
- * stream order but a transfer's latency may still be in flight when the next
- * starts, so each op counts only from where the ones before it reached. The
- * ops are the step's as simulated in full (engine_stream_op); the left-out
- * periods repeat the first of them exactly, so that one is measured and
- * counted for all. */
+/* Time the ops of `kinds` (bit mask of enum comm_kind) on stream `ks` run
+ * while `lane`'s compute stream is idle, per kind. Compute ops never
+ * overlap each other and run in stream order; comm ops start in stream
+ * order but a transfer's latency may still be in flight when the next
+ * starts, so each op counts only from where the ones before it reached.
+ * The ops are the step's as simulated in full; the left-out periods repeat
+ * the first of them exactly, so that one is measured and counted for all. */
 static void exposed_on(const struct sim *s, int lane, int ks, unsigned kinds, mp_time *out)
 {
     const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
-    int cs = lane * N_STREAMS + STREAM_COMPUTE;
-    int64_t c1 = engine_stream_len(e, cs), n = engine_stream_len(e, ks), k = 0, at;
-    int len;
-    int64_t K = engine_stream_period(e, ks, &at, &len);
-    mp_time reach = -1, first[N_COMM_KINDS] = { 0 }, delta = engine_period(e);
-    for (int64_t i = 0; i < n; i++) {
-        if (K > 1 && len > 0 && i == at + len) {
-            /* The first left-out period is done: the other K − 1 give the same. */
-            for (int c = 0; c < N_COMM_KINDS; c++) out[c] += (K - 1) * first[c];
-            i = at + K * len;
-            if (reach >= 0) reach += (K - 1) * delta;
-            if (i >= n) break;
+    struct view c = view_of(e, lane * N_STREAMS + STREAM_COMPUTE), k = view_of(e, ks);
+    int64_t j0 = 0;
+    mp_time reach = -1, first[N_COMM_KINDS] = { 0 };
+    for (int64_t i = 0; i < k.n; i++) {
+        if (k.K > 1 && i == k.at + k.len) {
+            /* The first left-out repetition is done: the other K − 1 give the same. */
+            for (int x = 0; x < N_COMM_KINDS; x++) out[x] += (k.K - 1) * first[x];
+            i = k.at + k.K * k.len;
+            if (reach >= 0) reach += (k.K - 1) * k.delta;
+            if (i >= k.n) break;
         }
         mp_time sh;
-        int id = engine_stream_op(e, ks, i, &sh);
+        int id = view_op(&k, i, &sh);
         const struct op *o = &g->ops[id];
         if (!(kinds & (1u << o->comm))) continue;
         mp_time a = e->start[id] + sh, b = e->end[id] + sh, covered = 0;
         if (a < reach) a = reach;
         if (b <= a) continue;
         reach = b;
-        k = first_ending_after(e, cs, k, c1, a);
-        for (int64_t j = k; j < c1; j++) {
-            int c = engine_stream_op(e, cs, j, &sh);
-            mp_time c0 = e->start[c] + sh, ce = e->end[c] + sh;
+        j0 = first_ending_after(e, &c, j0, a);
+        for (int64_t j = j0; j < c.n; j++) {
+            int cid = view_op(&c, j, &sh);
+            mp_time c0 = e->start[cid] + sh, ce = e->end[cid] + sh;
             if (c0 >= b) break;
             mp_time lo = c0 > a ? c0 : a, hi = ce < b ? ce : b;
             if (hi > lo) covered += hi - lo;
         }
         out[o->comm] += (b - a) - covered;
-        if (K > 1 && i >= at && i < at + len) first[o->comm] += (b - a) - covered;
+        if (k.K > 1 && i >= k.at && i < k.at + k.len) first[o->comm] += (b - a) - covered;
     }
 }
 
