@@ -194,13 +194,53 @@ static mp_time host_copy(const struct sim *s, double bytes)
     return s->sys.host.link_latency + (mp_time)llround(bytes * 1e12 / s->sys.host.link_bw);
 }
 
+/* Collective or copy times by bytes, priced once per bound (ZeRO-3 moves
+ * the same few layer sizes thousands of times, and every device's DP group
+ * looks alike). A DP group's time is reused for another device's group only
+ * where it must be equal: a fabric that looks the same from every node
+ * (switch, mesh or none inside, fat-tree, rail or none across) and groups
+ * with the same chips per node at the same local positions. */
+struct timed { double bytes; int kind, sig; mp_time t; };
+struct times { struct timed *v; int n, cap; };
+
+static bool uniform_fabric(const struct system *sys)
+{
+    enum topology u = sys->scaleup.topo, o = sys->scaleout.topo;
+    return (u == TOPO_SWITCH || u == TOPO_FULL_MESH || u == TOPO_NONE) &&
+           (o == TOPO_FAT_TREE || o == TOPO_RAIL || o == TOPO_NONE);
+}
+
+/* Device d's DP group as the fabric sees it: on a uniform fabric the local
+ * index of its first chip (the stride is tp, the same for every device);
+ * otherwise d itself (never shared). */
+static int group_sig(const struct sim *s, const struct config *cfg, int d)
+{
+    if (!uniform_fabric(&s->sys)) return -1 - d;
+    int first = s->chip_of_device[d] + (cfg->parallel.tp > 1);
+    return first % s->sys.chips_per_node;
+}
+
+static mp_time timed(struct times *tm, const struct sim *s, const struct config *cfg, int d,
+                     int kind, double bytes)
+{
+    int sig = kind < N_COLL_OPS ? group_sig(s, cfg, d) : 0;
+    for (int i = 0; i < tm->n; i++)
+        if (tm->v[i].kind == kind && tm->v[i].bytes == bytes && tm->v[i].sig == sig)
+            return tm->v[i].t;
+    mp_time t = kind < N_COLL_OPS ? group_time(s, cfg, d, (enum coll_op)kind, bytes)
+                                  : host_copy(s, bytes);
+    MP_GROW(tm->v, tm->cap, tm->n + 1);
+    tm->v[tm->n++] = (struct timed){ bytes, kind, sig, t };
+    return t;
+}
+
 /* The gradient sync that cannot start before device d's last backward: its
  * lowest stage's last bucket (with training.dp_overlap, buckets fill from
  * the stage's last layer down, as data_parallel.c cuts them), or the whole
  * device's gradients (without), or ZeRO-3's reduce-scatter of the first
  * layer; then, offloading, that shard's copy to the host. */
 static mp_time sync_tail(const struct sim *s, const double *lp, const struct config *cfg, int d,
-                         int lowest, double params)
+                         int lowest, double params, struct times *tm)
 {
     int dp = cfg->parallel.dp, z = cfg->training.zero;
     bool off = cfg->training.offload >= OFFLOAD_OPTIMIZER;
@@ -220,14 +260,15 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
         bytes = params * GRAD_BYTES;
     }
     mp_time t = 0;
-    if (dp > 1) t = group_time(s, cfg, d, z >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, bytes);
-    if (off) t += host_copy(s, z >= 1 ? bytes / dp : bytes);
+    if (dp > 1) t = timed(tm, s, cfg, d, z >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, bytes);
+    if (off) t += timed(tm, s, cfg, d, N_COLL_OPS, z >= 1 ? bytes / dp : bytes);
     return t;
 }
 
 /* What must follow device d's last op: its optimizer step (or the updated
  * weights coming back from the host) and ZeRO 1/2's weight all-gather. */
-static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params)
+static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params,
+                    struct times *tm)
 {
     int dp = cfg->parallel.dp, z = cfg->training.zero;
     if (params <= 0) return 0;
@@ -236,25 +277,8 @@ static mp_time tail(const struct sim *s, const struct config *cfg, int d, double
     if (cfg->training.offload == OFFLOAD_NONE)
         t = sim_optimizer_step_time(s, shard);
     else if (cfg->training.offload == OFFLOAD_OPTIMIZER)
-        t = host_copy(s, shard * wb);
-    if ((z == 1 || z == 2) && dp > 1) t += group_time(s, cfg, d, COLL_ALL_GATHER, params * wb);
-    return t;
-}
-
-/* Collective or copy times by bytes, priced once per bound (ZeRO-3 moves
- * the same few layer sizes thousands of times). */
-struct timed { double bytes; int kind; mp_time t; };
-struct times { struct timed *v; int n, cap; };
-
-static mp_time timed(struct times *tm, const struct sim *s, const struct config *cfg, int d,
-                     int kind, double bytes)
-{
-    for (int i = 0; i < tm->n; i++)
-        if (tm->v[i].kind == kind && tm->v[i].bytes == bytes) return tm->v[i].t;
-    mp_time t = kind < N_COLL_OPS ? group_time(s, cfg, d, (enum coll_op)kind, bytes)
-                                  : host_copy(s, bytes);
-    MP_GROW(tm->v, tm->cap, tm->n + 1);
-    tm->v[tm->n++] = (struct timed){ bytes, kind, t };
+        t = timed(tm, s, cfg, d, N_COLL_OPS, shard * wb);
+    if ((z == 1 || z == 2) && dp > 1) t += timed(tm, s, cfg, d, COLL_ALL_GATHER, params * wb);
     return t;
 }
 
@@ -414,8 +438,6 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
     double *lp = mp_xcalloc((size_t)(s.has_model ? s.model.n_layers : 1), sizeof *lp);
     for (int l = 0; s.has_model && l < s.model.n_layers; l++) lp[l] = layer_params(&s, l);
     for (int d = 0; d < P; d++) {
-        /* Collective times depend on the device's group: price per device. */
-        tm.n = 0;
         double busy = 0, trail = 0, params = 0;
         mp_time fill = -1, drain = -1;
         int lowest = -1;
@@ -446,8 +468,8 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
              * it (the tail of the device there runs after that, but is not
              * counted: a bound need not be tight); or its DP or copy
              * streams' work, then the tail. */
-            mp_time end = tail(&s, cfgs[i], d, params);
-            mp_time lb = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params) + end;
+            mp_time end = tail(&s, cfgs[i], d, params, &tm);
+            mp_time lb = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm) + end;
             if (lb2 > lb) lb = lb2;
             mp_time lb3 = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm) + end;
             if (lb3 > lb) lb = lb3;
