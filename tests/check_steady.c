@@ -11,6 +11,7 @@
  * delays, fidelity), at least 50 of which do skip. On the same layouts the
  * closed-form bound never exceeds the simulated step or memory peak. */
 #define _GNU_SOURCE /* open_memstream */
+#include <cJSON.h>
 #include <dirent.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -22,6 +23,7 @@
 #include "sim/train/bound.h"
 #include "sim/train/report.h"
 #include "sim/train/sim.h"
+#include "sim/train/step_split.h"
 #include "testutil.h"
 
 static int run(struct sim *s, const struct config *base, bool skip, bool record)
@@ -31,6 +33,26 @@ static int run(struct sim *s, const struct config *base, bool skip, bool record)
     struct sim_options o = { .record_memory = record };
     struct mp_error err = { 0 };
     return sim_run(s, &cfg, &o, &err);
+}
+
+/* The run's --json without the keys that describe the run itself. */
+static char *json_of(const struct sim *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    ck_assert_ptr_nonnull(f);
+    report_json(f, s);
+    fclose(f);
+    cJSON *o = cJSON_Parse(buf);
+    ck_assert_ptr_nonnull(o);
+    free(buf);
+    static const char *const drop[] = { "sim_wall_s", "events", "steady_state_skipped_periods",
+                                        "keys" };
+    for (size_t i = 0; i < sizeof drop / sizeof *drop; i++) cJSON_DeleteItemFromObject(o, drop[i]);
+    char *text = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return text;
 }
 
 /* Every figure of the two runs, exactly. */
@@ -64,7 +86,19 @@ static void same_results(const struct sim *a, const struct sim *b, const char *w
         for (int k = 0; k < N_COMM_KINDS; k++)
             ck_assert_msg(p->exposed_comm[k] == q->exposed_comm[k], "%s: stage %d exposed %d",
                           what, d, k);
+        for (int k = 0; k < N_SPLIT; k++)
+            ck_assert_msg(p->split.part[k] == q->split.part[k], "%s: stage %d %s %lld vs %lld ps",
+                          what, d, step_split_name(k), (long long)p->split.part[k],
+                          (long long)q->split.part[k]);
     }
+    for (int k = 0; k < N_SPLIT; k++)
+        ck_assert_msg(x->split.part[k] == y->split.part[k], "%s: %s", what, step_split_name(k));
+    /* And everything --json prints, but what says how the run went (its
+     * wall time, events processed, periods skipped, the run.steady_skip key). */
+    char *ja = json_of(a), *jb = json_of(b);
+    ck_assert_msg(!strcmp(ja, jb), "%s: --json differs:\n%s\n%s", what, ja, jb);
+    free(ja);
+    free(jb);
 }
 
 /* The timeline CSV and the Chrome trace of a run, as text. */

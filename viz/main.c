@@ -175,6 +175,11 @@ static int parse_args(int argc, char **argv, struct args *a, struct mp_error *er
                 return mp_fail(err, MP_ERR_INPUT, "--set %s: expected section.key=value", val);
             a->sets[a->n_sets++] = (char *)val;
         } else if (strcmp(arg, "--screenshot") == 0) {
+            /* PNG is what it writes: refuse a name that says otherwise. */
+            size_t vl = strlen(val);
+            if (vl < 4 || strcmp(val + vl - 4, ".png") != 0)
+                return mp_fail(err, MP_ERR_INPUT, "--screenshot %s: expected a .png file (the "
+                               "screenshot is written as PNG)", val);
             a->screenshot = val;
         } else if (strcmp(arg, "--at") == 0) {
             if (parse_time_arg(val, &a->at) != 0)

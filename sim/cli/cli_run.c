@@ -39,7 +39,7 @@ int cli_run(int argc, char **argv)
             validate = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
                    !strcmp(a, "--tokens")) {
-            if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
+            if (i + 1 >= argc) return cli_usage_error("run: %s needs a value", a);
             if (!strcmp(a, "--tokens") && cost_parse_tokens(argv[i + 1], &tokens))
                 return cli_usage_error("--tokens: expected a token count > 0 such as 1T, 300B "
                                        "or 1e12, got '%s'", argv[i + 1]);
@@ -47,7 +47,9 @@ int cli_run(int argc, char **argv)
             if (!strcmp(a, "--trace")) trace = argv[i + 1];
             i++;
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("run: unknown option '%s'", a);
+            return cli_unknown_option("run", a, (const char *const[]){ "--set", "--json",
+                                      "--timeline", "--trace", "--validate", "--tokens",
+                                      "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("run: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -58,6 +60,8 @@ int cli_run(int argc, char **argv)
 
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
+    /* [device_map] policy: generate the way Accelerate runs the placement. */
+    if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace);
     /* An [inference] section (or any inference.* key) asks for serving. */
     if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace);
 
@@ -66,7 +70,15 @@ int cli_run(int argc, char **argv)
                                 .token_budget = tokens };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
-        /* A valid question with a "no" answer: say why, in the form asked for. */
+        /* A valid question with a "no" answer: say why, in the form asked
+         * for. A step that ran but does not fit in memory still has its
+         * timeline and trace, so what running out looks like can be seen. */
+        struct mp_error werr = { 0 };
+        if (s.res.stage && ((timeline && cli_write_output(timeline, report_timeline_csv, &s, &werr)) ||
+                            (trace && cli_write_output(trace, report_chrome_trace, &s, &werr)))) {
+            sim_release(&s);
+            return cli_fail(&werr);
+        }
         if (json) report_json(stdout, &s);
         else report_text(stdout, &s);
         fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
@@ -82,6 +94,7 @@ int cli_run(int argc, char **argv)
         sim_release(&s);
         return cli_fail(&err);
     }
+    cli_warn_layout(&s);
     if (json) report_json(stdout, &s);
     else report_text(stdout, &s);
     if (validate && !json) printf("\nschedule   %s passed the validator\n", cfg.training.schedule);

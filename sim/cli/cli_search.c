@@ -110,7 +110,10 @@ int cli_search(int argc, char **argv)
             }
         } else if (a[0] == '-' && a[1]) {
             free(fix);
-            return cli_usage_error("search: unknown option '%s' (see mpsim search --help)", a);
+            return cli_unknown_option("search", a, (const char *const[]){ "--chips", "--top",
+                                      "--jobs", "--max-micro-batch", "--max-vpp", "--metric",
+                                      "--schedules", "--set", "--tokens", "--out", "--quiet",
+                                      "--simulate", "--batch-policy", "--fix", "--help", NULL });
         } else if (scenario) {
             free(fix);
             return cli_usage_error("search: one scenario at a time (extra argument '%s')", a);

@@ -124,6 +124,32 @@ int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *le
 mp_time engine_stream_busy(const struct engine *e, int s);
 mp_time engine_stream_last_end(const struct engine *e, int s);
 
+/* An op of the step as simulated in full, as a run with periods left out
+ * stands for it: graph op `id`, `ahead` declared periods later (its copy in
+ * a left-out period, or an op after them). Without a jump `ahead` is 0 and
+ * the op is the graph's. For reading a skipped run through its
+ * dependencies (the step accounting, sim/train/step_split.c). */
+struct engine_fop {
+    int32_t id;     /* -1: none */
+    int64_t ahead;
+};
+
+/* Position `q` of stream `s` in the full step (engine_stream_len). */
+struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q);
+
+/* The time to add to e->start[f.id] and e->end[f.id] for op `f`. */
+mp_time engine_fop_shift(const struct engine *e, struct engine_fop f);
+
+/* In the full step, the predecessor of `f` that the graph's edge u → f.id
+ * stands for (the graph repeats, so it is u as many periods ahead), and the
+ * op before `f` on its stream (id −1 at the stream's start). */
+struct engine_fop engine_fop_pred(const struct engine *e, struct engine_fop f, int u);
+struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f);
+
+/* How many ops of the full step graph op `id` stands for: 1, or 1 + the
+ * repetitions put back for an op of the periods copied. */
+int64_t engine_op_count(const struct engine *e, int id);
+
 /* Fill `out` (engine_init'ed on `full`, not run) with the run of `full` as
  * `e` simulated it with periods left out: every op's start and end, the
  * memory peaks and, when e recorded it, the memory log, expanded from the

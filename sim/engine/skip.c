@@ -423,6 +423,67 @@ int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift)
     return g->stream_ops[off + i - k->periods * k->p->len[s]];
 }
 
+static int stream_of(const struct taskgraph *g, int id)
+{
+    return g->ops[id].chip * N_STREAMS + g->ops[id].stream;
+}
+
+struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q)
+{
+    const struct taskgraph *g = e->g;
+    int off = g->stream_off[s];
+    if (engine_skipped_periods(e) == 0 || q < e->skip->at[s])
+        return (struct engine_fop){ g->stream_ops[off + q], 0 };
+    const struct engine_skip *k = e->skip;
+    int64_t len = (int64_t)k->r * k->p->len[s], t = q - k->at[s];
+    if (t < k->periods * k->p->len[s]) /* the copy t / len + 1 of the r periods before at */
+        return (struct engine_fop){ g->stream_ops[off + k->at[s] - len + t % len],
+                                    (t / len + 1) * k->r };
+    return (struct engine_fop){ g->stream_ops[off + q - k->periods * k->p->len[s]], k->periods };
+}
+
+mp_time engine_fop_shift(const struct engine *e, struct engine_fop f)
+{
+    if (f.ahead == 0 || engine_skipped_periods(e) == 0) return 0;
+    const struct engine_skip *k = e->skip;
+    /* The ops after the jump have their times recorded shifted already. */
+    if (k->pos[f.id] >= k->at[stream_of(e->g, f.id)]) return 0;
+    return f.ahead / k->r * k->delta;
+}
+
+struct engine_fop engine_fop_pred(const struct engine *e, struct engine_fop f, int u)
+{
+    if (f.ahead == 0 || engine_skipped_periods(e) == 0) return (struct engine_fop){ u, 0 };
+    int su = stream_of(e->g, u);
+    return engine_full_op(e, su, e->skip->pos[u] + f.ahead * e->skip->p->len[su]);
+}
+
+struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f)
+{
+    const struct taskgraph *g = e->g;
+    int s = stream_of(g, f.id);
+    if (engine_skipped_periods(e) == 0) {
+        int i = f.id, lo = g->stream_off[s], hi = g->stream_off[s + 1];
+        /* Without a jump the stream is the graph's: find the op's place. */
+        for (int j = lo; j < hi; j++)
+            if (g->stream_ops[j] == i) return (struct engine_fop){ j > lo ? g->stream_ops[j - 1] : -1, 0 };
+        return (struct engine_fop){ -1, 0 };
+    }
+    int64_t q = e->skip->pos[f.id] + f.ahead * e->skip->p->len[s] - 1;
+    if (q < 0) return (struct engine_fop){ -1, 0 };
+    return engine_full_op(e, s, q);
+}
+
+int64_t engine_op_count(const struct engine *e, int id)
+{
+    if (engine_skipped_periods(e) == 0) return 1;
+    const struct engine_skip *k = e->skip;
+    int s = stream_of(e->g, id), len = k->r * k->p->len[s];
+    if (len > 0 && k->pos[id] >= k->at[s] - len && k->pos[id] < k->at[s])
+        return 1 + k->periods / k->r;
+    return 1;
+}
+
 mp_time skip_inserted_last_end(const struct engine *e)
 {
     if (engine_skipped_periods(e) == 0) return 0;

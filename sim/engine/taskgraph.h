@@ -34,9 +34,11 @@ enum op_tag {
     N_TAGS
 };
 
-/* Which parallelism a communication op serves, for the exposed-comm report
- * (report.h); the engine ignores it. */
-enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_HOST, N_COMM_KINDS };
+/* Which parallelism a communication op serves, for the step accounting
+ * (sim/train/step_split.h); the engine ignores it. COMM_CP is context
+ * parallelism's (no strategy emits it yet; the accounting has its column).
+ * COMM_HOST: copies to and from host memory (training.offload). */
+enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, COMM_HOST, N_COMM_KINDS };
 
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                MEM_COMM, N_MEM_CATS };

@@ -20,6 +20,7 @@
 #include "sim/train/bound.h"
 #include "sim/train/cost.h"
 #include "sim/train/sim.h"
+#include "progress.h"
 #include "sweep.h"
 
 #define DEFAULT_SCHEDULES "1f1b,interleaved,zb-h1,zb-h2,gpipe"
@@ -368,7 +369,30 @@ struct pool {
     char **row;             /* [n cands] CSV rows, or NULL */
     pthread_mutex_t mu;
     int next;
+    /* On a terminal, a bar per tier or round (progress.h); else NULL. */
+    FILE *tty;
+    int done;
+    double t0, last_draw;
+    char what[48];
 };
+
+/* One more of the pool's items done: redraw the bar at most 10 times a
+ * second, and when the last is done. */
+static void pool_tick(struct pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->done++;
+    double now = mp_wall_seconds();
+    if (p->tty && (now - p->last_draw >= 0.1 || p->done == p->n_todo)) {
+        char text[160];
+        double el = now - p->t0;
+        p->last_draw = now;
+        snprintf(text, sizeof text, "search: %s %d/%d, %.0f/s", p->what, p->done, p->n_todo,
+                 el > 0 ? p->done / el : 0);
+        progress_bar(p->tty, progress_width(p->tty), p->done, p->n_todo, text, false);
+    }
+    pthread_mutex_unlock(&p->mu);
+}
 
 static void fill_hit(struct search_hit *h, const struct cand *c, const struct sim *s, int rc,
                      const struct mp_error *err, const char *metric)
@@ -468,6 +492,7 @@ static void *worker(void *arg)
             free(cfg);
             free(cp);
             free(b);
+            pool_tick(p);
             continue;
         }
         struct cand *c = &p->c[p->todo[k]];
@@ -478,6 +503,7 @@ static void *worker(void *arg)
         if (p->row) p->row[p->todo[k]] = csv_row(&cfg, s, rc, &err);
         c->status = 1;
         sim_release(s);
+        pool_tick(p);
     }
     free(s);
     return NULL;
@@ -485,7 +511,9 @@ static void *worker(void *arg)
 
 static void run_pool(struct pool *p, int jobs)
 {
-    p->next = 0;
+    p->next = p->done = 0;
+    p->t0 = mp_wall_seconds();
+    p->last_draw = 0;
     pthread_mutex_init(&p->mu, NULL);
     if (jobs > p->n_todo) jobs = p->n_todo;
     pthread_t *tid = mp_xcalloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tid);
@@ -619,8 +647,7 @@ static int shared_load(struct shared *sh, const struct config *base, int chips,
 {
     char path[1024];
     memset(sh, 0, sizeof *sh);
-    int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&sh->m, path, err);
+    int rc = model_load_config(&sh->m, base, err);
     if (rc) return rc;
     sh->loaded = 1;
     if ((rc = chip_catalog_load_default(&sh->cat, err))) return rc;
@@ -698,7 +725,9 @@ int search_run(const struct config *base, const struct search_options *opt,
     }
     struct search_hit *hit = mp_xcalloc((size_t)(n ? n : 1), sizeof *hit);
     struct pool p = { .base = base, .opt = opt, .inputs = &sh.in, .metric = metric, .c = cands.c,
-                      .todo = idx, .n_todo = groups, .n_group_end = n, .hit = hit };
+                      .todo = idx, .n_todo = groups, .n_group_end = n, .hit = hit,
+                      .tty = opt->progress && isatty(fileno(opt->progress)) ? opt->progress : NULL,
+                      .what = "bounding layout groups" };
     if (opt->out) p.row = mp_xcalloc((size_t)(n ? n : 1), sizeof *p.row);
     run_pool(&p, jobs);
     /* Ranked by what the bound promises for the metric. */
@@ -751,15 +780,22 @@ int search_run(const struct config *base, const struct search_options *opt,
         }
         if (take == 0) break;
         p.n_todo = take;
+        snprintf(p.what, sizeof p.what, "round %d, simulated", round + 1);
         run_pool(&p, jobs);
         pos += take;
         round++;
-        if (opt->progress) {
+        if (p.tty) {
+            char text[160];
+            snprintf(text, sizeof text, "search: round %d, %d of %d bounded layouts simulated, "
+                     "%.1f s", round, pos, n_rank, mp_wall_seconds() - t0);
+            progress_bar(p.tty, progress_width(p.tty), pos, n_rank, text, false);
+        } else if (opt->progress) {
             fprintf(opt->progress, "search: round %d, %d of %d bounded layouts simulated, %.1f s\n",
                     round, pos, n_rank, mp_wall_seconds() - t0);
             fflush(opt->progress);
         }
     }
+    if (p.tty) fputc('\n', p.tty);
     res->simulated = pos;
     res->separated = n_rank - pos;
     free(idx);
@@ -801,12 +837,10 @@ void search_result_release(struct search_result *res)
 
 int search_memory_bound(const struct config *cfg, double *bytes, struct mp_error *err)
 {
-    char path[1024];
     struct model m;
     *bytes = 0;
     if (cfg->model.kind != MODEL_TRANSFORMER) return MP_OK;
-    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, cfg, err);
     if (rc) return rc;
     double host;
     sim_memory_bound(cfg, &m, 1, NULL, NULL, bytes, &host);

@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <ini.h>
@@ -745,6 +746,45 @@ static bool is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* "; the presets are a, b, c (did you mean 'b'?)": the files of
+ * <data>/<subdir> ending in `ext`, sorted, for a name that is no path. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void append_presets(char *msg, size_t size, const char *name, const char *subdir,
+                           const char *ext)
+{
+    char folder[700];
+    snprintf(folder, sizeof folder, "%s/%s", mp_data_dir(), subdir);
+    DIR *d = opendir(folder);
+    if (!d) return;
+    char *names[128];
+    int n = 0;
+    size_t el = strlen(ext);
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 128) {
+        size_t len = strlen(de->d_name);
+        if (len > el && !strcmp(de->d_name + len - el, ext)) {
+            names[n] = mp_xstrdup(de->d_name);
+            names[n++][len - el] = '\0';
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    const char *near = NULL;
+    size_t best = SIZE_MAX;
+    for (int i = 0; i < n; i++) {
+        size_t dist = mp_edit_distance(name, names[i]);
+        if (dist < best) best = dist, near = names[i];
+    }
+    if (n) append(msg, size, "; the presets are");
+    for (int i = 0; i < n; i++) append(msg, size, "%s %s", i ? "," : "", names[i]);
+    if (near && best <= 3) append(msg, size, " (did you mean '%s'?)", near);
+    for (int i = 0; i < n; i++) free(names[i]);
+}
+
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err)
 {
@@ -781,5 +821,7 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
     char msg[1024];
     snprintf(msg, sizeof msg, "cannot find '%s'; looked for ", name);
     for (int i = 0; i < n; i++) append(msg, sizeof msg, "%s%s", i ? ", " : "", tried[i]);
+    if (name[0] != '/' && !strchr(name, '/') && subdir && *subdir && ext && *ext)
+        append_presets(msg, sizeof msg, name, subdir, ext);
     return mp_fail(err, MP_ERR_INPUT, "%s", msg);
 }

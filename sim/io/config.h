@@ -46,6 +46,9 @@ struct config {
         int kind;                /* enum model_kind */
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
+        /* issue 15: the architecture row (models/arch_table.c) to read the
+         * config by, whatever its model_type says; "auto" = by model_type. */
+        char family[64];
     } model;
 
     /* A model given by its times alone, so textbook cases run exactly.
@@ -127,7 +130,22 @@ struct config {
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
         bool steady_skip;   /* skip repeating periods of the steady state (engine.h) */
     } run;
+
+    /* [device_map]: Accelerate's device_map="auto" (sim/serve/device_map.h,
+     * sim/serve/accel.h). With a policy, `mpsim run` generates the way
+     * Accelerate runs the placed model, beside a real pipeline. */
+    struct {
+        int policy;         /* enum config_devmap_policy */
+        char max_memory[CONFIG_STR]; /* "0=10GiB,cpu=64GiB"; "auto" = Accelerate's defaults */
+        int quantization;   /* enum config_devmap_quant */
+    } device_map;
 };
+
+/* [device_map] choices, in the key table's order. */
+enum config_devmap_policy { DEVMAP_NONE, DEVMAP_AUTO, DEVMAP_BALANCED, DEVMAP_BALANCED_LOW_0,
+                            DEVMAP_SEQUENTIAL };
+enum config_devmap_quant { DEVMAP_QUANT_AUTO, DEVMAP_QUANT_NONE, DEVMAP_QUANT_BNB_8BIT,
+                           DEVMAP_QUANT_BNB_4BIT, DEVMAP_QUANT_FP8 };
 
 enum config_type {
     CONFIG_INT,      /* int, decimal */

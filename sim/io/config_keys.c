@@ -27,6 +27,10 @@ const struct config_key config_keys[] = {
         "bits per activation element"),
     KEY("model.kv_bits", CONFIG_INT, model.kv_bits, "16", NULL, 4, 32,
         "bits per KV-cache element"),
+    /* ---- issue 15 (models): the architecture row ---- */
+    KEY("model.family", CONFIG_STRING, model.family, "auto", NULL, 1, 0,
+        "architecture row to read model.config by (mpsim model --families lists them); auto "
+        "= by the config's model_type"),
     KEY("synthetic.forward", CONFIG_DURATION, synthetic.forward, "1ms", NULL, 1, 0,
         "forward time of one microbatch on one stage"),
     KEY("synthetic.backward_input", CONFIG_DURATION, synthetic.backward_input, "1ms",
@@ -159,6 +163,19 @@ const struct config_key config_keys[] = {
     KEY("run.collective", CONFIG_ENUM, run.collective, "auto",
         "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
         "collective algorithm for TP, DP and TSP collectives"),
+    /* [device_map]: Accelerate's placement and generation on it (branch devmap;
+     * sim/serve/device_map.h, sim/serve/accel.h). */
+    KEY("device_map.policy", CONFIG_ENUM, device_map.policy, "none",
+        "none|auto|balanced|balanced_low_0|sequential", 1, 0,
+        "Accelerate's device_map policy; any but none makes `mpsim run` generate as "
+        "Accelerate runs the placed model, beside a pipeline on the same GPUs"),
+    KEY("device_map.max_memory", CONFIG_STRING, device_map.max_memory, "auto", NULL, 1, 0,
+        "Accelerate's max_memory: 0=10GiB,1=10GiB,cpu=64GiB (GiB = 2^30, GB = 10^9); "
+        "auto = each GPU's memory and cpu = [host] memory"),
+    KEY("device_map.quantization", CONFIG_ENUM, device_map.quantization, "auto",
+        "auto|none|bnb_8bit|bnb_4bit|fp8", 1, 0,
+        "how weights are sized: auto = the model's quantization_config, else "
+        "model.weight_bits (none); bnb = bitsandbytes"),
     /* Issue 22 (scale): steady-state skipping, offload. */
     KEY("training.offload", CONFIG_ENUM, training.offload, "none",
         "none|optimizer|optimizer+weights|all", 1, 0,

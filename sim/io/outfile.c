@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int outfile_open(struct outfile *out, const char *path, struct mp_error *err)
@@ -23,6 +24,11 @@ int outfile_open(struct outfile *out, const char *path, struct mp_error *err)
         out->tmp[0] = '\0';
         return mp_fail(err, MP_ERR_INPUT, "%s: cannot create output: %s", path, strerror(e));
     }
+    /* mkstemp makes the file 0600; an output is as any file the user
+     * creates: 0666 less the umask (read back by setting it twice). */
+    mode_t mask = umask(0);
+    umask(mask);
+    (void)fchmod(fd, 0666 & ~mask);
     out->f = fdopen(fd, "w");
     if (!out->f) {
         int e = errno;

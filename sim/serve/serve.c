@@ -68,7 +68,7 @@ static void schedule(struct serve *s, mp_time t, int kind, int id)
 static double request_need(const struct serve *s, const struct serve_request *r, int st)
 {
     const struct plan_stage *p = &s->pr.plan.stage[st];
-    return (double)(r->prompt + r->output) * p->kv_per_token + p->state_per_request;
+    return plan_stage_request_bytes(p, (double)r->prompt + r->output);
 }
 
 static void kv_log(struct serve *s, mp_time t)

@@ -124,7 +124,7 @@ static bool same_layer(const struct serve_layer *a, const struct serve_layer *b)
     return a->kind == b->kind && a->attn == b->attn && a->fixed_bytes == b->fixed_bytes &&
            a->expert_bytes == b->expert_bytes && a->expert_frac == b->expert_frac &&
            a->matmul_params == b->matmul_params && a->attn_coef == b->attn_coef &&
-           a->kv_per_token == b->kv_per_token && a->state == b->state &&
+           a->kv_per_token == b->kv_per_token && a->state == b->state && a->window == b->window &&
            a->hidden_bytes == b->hidden_bytes && a->row_bytes == b->row_bytes &&
            a->vocab == b->vocab && a->head_flops == b->head_flops;
 }

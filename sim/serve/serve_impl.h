@@ -19,6 +19,7 @@ struct serve_layer {
     double matmul_params;    /* weight-matrix parameters one token multiplies by */
     double attn_coef;        /* full: FLOPs per (token, context) pair; linear: per token */
     double kv_per_token, state;
+    double window;           /* sliding / chunked: KV tokens kept per request (0: all) */
     double hidden_bytes;     /* one token's activation, h × activation bytes */
     double row_bytes;        /* embedding: one row of weights */
     double vocab;

@@ -32,15 +32,16 @@ void serve_price_layers(struct serve *s)
                 .expert_frac = m->experts ? (double)m->experts_per_token / m->experts : 0,
                 .matmul_params = L->matmul_params,
                 .kv_per_token = lc.kv_bytes_per_token, .state = lc.state_bytes_per_request,
+                .window = lc.kv_window,
                 .hidden_bytes = m->hidden * A, .row_bytes = m->hidden * W,
                 .vocab = m->vocab, .head_flops = 2.0 * m->vocab * m->hidden,
             };
-            double heads = m->heads, d = m->head_dim;
-            if (L->attn == ATTN_LINEAR) x->attn_coef = 4 * heads * d * d;
-            else if (L->attn == ATTN_MLA)
-                x->attn_coef = 2 * heads * ((double)m->qk_nope_head_dim + m->qk_rope_head_dim +
-                                            m->v_head_dim);
-            else x->attn_coef = 4 * heads * d;
+            /* The mixer's core FLOPs (models/layer_kinds.c): per (token,
+             * context) pair for softmax attention, per token for linear
+             * attention and state-space layers. */
+            double per_pair = 0, per_token = 0;
+            if (L->kind == LAYER_DECODER) layer_core_flops(m, L, &per_pair, &per_token);
+            x->attn_coef = L->attn == ATTN_LINEAR ? per_token : per_pair;
             for (int i = 0; i < POW_TAB; i++) x->miss[i] = pow(1 - x->expert_frac, i);
         }
     }
@@ -71,6 +72,14 @@ mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs,
             if (x->attn == ATTN_LINEAR) {
                 flops += x->attn_coef * T;
                 bytes += 2 * items * x->state;
+            } else if (x->window > 0) {
+                /* A sliding window or chunk: each item attends and keeps at
+                 * most `window` tokens. From the pass's totals the bound is
+                 * items × window (exact when every item is inside its
+                 * window, or every one past it). */
+                double kv = ctx + T, cap = items * x->window, p = pairs, pcap = T * x->window;
+                flops += x->attn_coef * (p < pcap ? p : pcap);
+                bytes += (kv < cap ? kv : cap) * x->kv_per_token;
             } else {
                 flops += x->attn_coef * pairs;
                 bytes += (ctx + T) * x->kv_per_token; /* read the cache, write the new */

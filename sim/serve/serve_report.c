@@ -44,8 +44,10 @@ void serve_report_text(FILE *f, const struct serve *s)
     const struct model *m = &s->pr.model;
     char a[32], b[32];
     fprintf(f, "scenario    %s (serving)\n", c->name[0] ? c->name : "(defaults)");
-    fprintf(f, "model       %s: %d layers, %.2fB parameters, weights %d-bit, KV %d-bit\n",
-            m->name, m->decoders, model_params(m) / 1e9, c->model.weight_bits, c->model.kv_bits);
+    fprintf(f, "model       %s: %d layers, %.2fB parameters", m->name, m->decoders,
+            model_params(m) / 1e9);
+    if (m->experts) fprintf(f, " (%.2fB active)", model_active_params(m) / 1e9);
+    fprintf(f, ", weights %d-bit, KV %d-bit\n", c->model.weight_bits, c->model.kv_bits);
     fprintf(f, "system      %s: %d × %s (%.2f GB each), hop %s\n", s->sys.name, r->stages,
             s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(r->stages > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
@@ -118,6 +120,9 @@ void serve_report_json(FILE *f, const struct serve *s)
     cJSON_AddStringToObject(o, "infeasible_reason", "");
     cJSON_AddNumberToObject(o, "events", (double)r->events);
     cJSON_AddNumberToObject(o, "sim_wall_s", r->sim_wall_s);
+    /* issue 15: every parameter, and those one token uses (models/model.h) */
+    cJSON_AddNumberToObject(o, "params", model_params(&s->pr.model));
+    cJSON_AddNumberToObject(o, "active_params", model_active_params(&s->pr.model));
     add_quant(o, "ttft", r->ttft);
     add_quant(o, "tpot", r->tpot);
     add_quant(o, "latency", r->e2e);

@@ -31,10 +31,10 @@ static void fmt_bytes(char *buf, size_t size, double b)
     else snprintf(buf, size, "%.0f B", b);
 }
 
-/* Expert parallelism's figures (experts.h): the step split into compute,
- * exposed all-to-all, other exposed comm and bubble (means over stages:
- * bubble = step − busy − exposed comm), the all-to-all's whole time on the
- * lanes, hidden or not, and routing per MoE layer. */
+/* Expert parallelism's figures (experts.h), from the step accounting
+ * (step_split.h, means over stages): compute (recompute included), exposed
+ * all-to-all, other exposed comm, pipeline bubble; and the all-to-all's
+ * whole time on the lanes, hidden or not. */
 struct ep_split { double compute, a2a_exposed, other_exposed, bubble, a2a_total; };
 
 static struct ep_split ep_split(const struct sim *s)
@@ -42,13 +42,11 @@ static struct ep_split ep_split(const struct sim *s)
     const struct sim_result *r = &s->res;
     struct ep_split x = { 0 };
     if (!r->stage || r->stages == 0) return x;
-    double step = mp_seconds(r->step_time);
-    for (int d = 0; d < r->stages; d++) x.compute += mp_seconds(r->stage[d].busy) / r->stages;
-    x.a2a_exposed = r->exposed_comm_s[COMM_EP];
-    x.other_exposed = r->exposed_comm_s[COMM_TP] + r->exposed_comm_s[COMM_PP] +
-                      r->exposed_comm_s[COMM_DP];
-    x.bubble = step - x.compute - x.a2a_exposed - x.other_exposed;
-    if (x.bubble < 1e-12) x.bubble = 0; /* rounding of the sums */
+    const mp_time *p = r->split.part;
+    x.compute = mp_seconds(p[SPLIT_COMPUTE] + p[SPLIT_RECOMPUTE]);
+    x.a2a_exposed = mp_seconds(p[SPLIT_EP]);
+    x.other_exposed = mp_seconds(p[SPLIT_TP] + p[SPLIT_PP] + p[SPLIT_DP] + p[SPLIT_CP]);
+    x.bubble = mp_seconds(p[SPLIT_BUBBLE]);
     for (int i = 0; i < s->g.n_ops; i++)
         if (s->g.ops[i].comm == COMM_EP)
             x.a2a_total += mp_seconds(s->e.end[i] - s->e.start[i]) / r->stages;
@@ -63,10 +61,6 @@ static void report_experts_text(FILE *f, const struct sim *s)
     double step = mp_seconds(r->step_time);
     struct ep_split x = ep_split(s);
     double pct = step > 0 ? 100 / step : 0;
-    fprintf(f, "step split  compute %.4g s (%.1f%%), exposed all-to-all %.4g s (%.1f%%), other "
-               "exposed comm %.4g s (%.1f%%), bubble %.4g s (%.1f%%); means over stages\n",
-            x.compute, x.compute * pct, x.a2a_exposed, x.a2a_exposed * pct, x.other_exposed,
-            x.other_exposed * pct, x.bubble, x.bubble * pct);
     fprintf(f, "per chip    %.6g tokens/s per chip\n", r->n_chips ? r->tokens_per_s / r->n_chips : 0);
     fprintf(f, "all-to-all  %.4g s per stage lane in all (%.1f%% of the step), %.4g s of it exposed; "
                "%s path, %.3g MB dispatched per rank per layer, %.2f nodes per token\n",
@@ -112,7 +106,11 @@ void report_text(FILE *f, const struct sim *s)
     const struct sim_result *r = &s->res;
     char a[64], b[64];
     fprintf(f, "scenario    %s\n", c->name[0] ? c->name : "(defaults)");
-    if (s->has_model)
+    if (s->has_model && s->model.experts) /* issue 15: MoE models show their active count */
+        fprintf(f, "model       %s: %d layers, hidden %d, %.2fB parameters (%.2fB active), seq %d\n",
+                s->model.name, s->model.decoders, s->model.hidden, model_params(&s->model) / 1e9,
+                model_active_params(&s->model) / 1e9, c->model.seq_len);
+    else if (s->has_model)
         fprintf(f, "model       %s: %d layers, hidden %d, %.2fB parameters, seq %d\n",
                 s->model.name, s->model.decoders, s->model.hidden, model_params(&s->model) / 1e9,
                 c->model.seq_len);
@@ -136,10 +134,11 @@ void report_text(FILE *f, const struct sim *s)
         fmt_time(b, sizeof b, r->formula_step);
         fprintf(f, "    (closed form %s)", b);
     }
-    fprintf(f, "\nbubble      %.4f", r->bubble);
+    fprintf(f, "\nbubble      %.4f (pipeline only: compute waiting on another stage)", r->bubble);
     fmt_time(a, sizeof a, r->max_span);
     fprintf(f, "\n            %.4f over the largest stage span (%s)\n", r->bubble_span, a);
     if (r->has_formula) fprintf(f, "closed form %s\n", r->formula_text);
+    if (r->has_formula_real) fprintf(f, "            %s\n", r->formula_real_text);
     fprintf(f, "tokens/s    %.6g\n", r->tokens_per_s);
     if (s->has_model)
         fprintf(f, "MFU         %.2f%%   HFU %.2f%%   (%.4g model FLOPs per step)\n", 100 * r->mfu,
@@ -157,11 +156,7 @@ void report_text(FILE *f, const struct sim *s)
             co->budget_chip_hours, co->budget_days);
     if (co->basis != COST_UNKNOWN) fprintf(f, ", $%.4g", co->budget_usd);
     fputc('\n', f);
-    if (s->has_model || r->exposed_comm_s[COMM_PP] > 0 || r->exposed_comm_s[COMM_DP] > 0)
-        fprintf(f, "exposed     comm not hidden by compute, mean per stage: tp %.4g s, pp %.4g s, "
-                   "dp %.4g s%s", r->exposed_comm_s[COMM_TP], r->exposed_comm_s[COMM_PP],
-                r->exposed_comm_s[COMM_DP], s->has_experts ? "" : "\n");
-    if (s->has_experts) fprintf(f, ", ep %.4g s\n", r->exposed_comm_s[COMM_EP]);
+    report_split_text(f, s);
     if (s->offload.kind != OFFLOAD_NONE)
         fprintf(f, "offload     %s: %.4g GB per node in host memory (of %.4g GB); copies not "
                    "hidden by compute %.4g s\n", s->cfg.training.offload == OFFLOAD_ALL ? "all" :
@@ -195,6 +190,22 @@ void report_text(FILE *f, const struct sim *s)
         fprintf(f, "%-5d %-5d %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", d,
                 st->chip, busy, idle, first, last, peak, w, g, o, act, other);
     }
+    report_split_stage_table(f, s);
+}
+
+/* The scenario's keys that differ from the defaults, as the INI would hold
+ * them: what the run was asked (`mpsim compare` reads them back). */
+static void keys_json(cJSON *root, const struct config *cfg)
+{
+    struct config def;
+    config_defaults(&def);
+    cJSON *o = cJSON_AddObjectToObject(root, "keys");
+    for (const struct config_key *k = config_keys; k->name; k++) {
+        char a[CONFIG_STR], b[CONFIG_STR];
+        config_format_value(cfg, k, a, sizeof a);
+        config_format_value(&def, k, b, sizeof b);
+        if (strcmp(a, b)) cJSON_AddStringToObject(o, k->name, a);
+    }
 }
 
 void report_json(FILE *f, const struct sim *s)
@@ -205,8 +216,14 @@ void report_json(FILE *f, const struct sim *s)
     cJSON_AddStringToObject(root, "schedule", s->cfg.training.schedule);
     cJSON_AddNumberToObject(root, "step_time_s", mp_seconds(r->step_time));
     cJSON_AddNumberToObject(root, "tokens_per_s", r->tokens_per_s);
-    cJSON_AddNumberToObject(root, "mfu", r->mfu);
-    cJSON_AddNumberToObject(root, "hfu", r->hfu);
+    /* MFU and HFU are undefined without a FLOP count (synthetic models). */
+    if (s->has_model) {
+        cJSON_AddNumberToObject(root, "mfu", r->mfu);
+        cJSON_AddNumberToObject(root, "hfu", r->hfu);
+    } else {
+        cJSON_AddNullToObject(root, "mfu");
+        cJSON_AddNullToObject(root, "hfu");
+    }
     cJSON_AddNumberToObject(root, "bubble", r->bubble);
     cJSON_AddNumberToObject(root, "bubble_span", r->bubble_span);
     cJSON_AddBoolToObject(root, "feasible", r->feasible);
@@ -220,10 +237,13 @@ void report_json(FILE *f, const struct sim *s)
     cJSON_AddNumberToObject(root, "steady_state_skipped_periods", (double)r->steady_skipped_periods);
     /* training.offload: what a node's host memory holds (0 without). */
     cJSON_AddNumberToObject(root, "host_mem_bytes", r->host_mem_bytes);
-    /* Communication not hidden by compute, per kind: the mean over stages
-     * of the time each stage's compute stream sat idle waiting on it. */
+    /* Where the step went (step_split.h): mean over stages, summing to
+     * step_time_s; per stage in stages[].step_split. */
+    if (r->stage) report_split_json(root, "step_split", &r->split);
+    /* Communication not hidden by compute, per kind: the step split's
+     * exposed parts (the time the stages' compute waited for it). */
     cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");
-    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_HOST };
+    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, COMM_HOST };
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         cJSON_AddNumberToObject(ex, tg_comm_name(kinds[k]), r->exposed_comm_s[kinds[k]]);
     cJSON_AddNumberToObject(root, "sim_wall_s", r->sim_wall_s);
@@ -247,7 +267,21 @@ void report_json(FILE *f, const struct sim *s)
     if (priced) cJSON_AddNumberToObject(root, "budget_usd", co->budget_usd);
     else cJSON_AddNullToObject(root, "budget_usd");
     cJSON_AddNumberToObject(root, "chips", r->n_chips);
+    if (s->has_system) {
+        cJSON_AddStringToObject(root, "chip", s->sys.chip.name);
+        cJSON_AddNumberToObject(root, "capacity_bytes", s->sys.chip.mem_bytes);
+    }
     cJSON_AddNumberToObject(root, "microbatches", r->microbatches);
+    /* issue 15: every parameter and those one token uses (embedding and head
+     * included; `mpsim model` gives the other conventions); null for a
+     * synthetic model. */
+    if (s->has_model) {
+        cJSON_AddNumberToObject(root, "params", model_params(&s->model));
+        cJSON_AddNumberToObject(root, "active_params", model_active_params(&s->model));
+    } else {
+        cJSON_AddNullToObject(root, "params");
+        cJSON_AddNullToObject(root, "active_params");
+    }
     if (r->has_formula) {
         cJSON *fo = cJSON_AddObjectToObject(root, "closed_form");
         cJSON_AddStringToObject(fo, "text", r->formula_text);
@@ -260,6 +294,13 @@ void report_json(FILE *f, const struct sim *s)
         cJSON_AddStringToObject(fo, "figure", r->formula_figure);
         cJSON_AddNumberToObject(fo, "predicted", r->formula_bubble);
         cJSON_AddNumberToObject(fo, "simulated", r->formula_simulated);
+        if (r->has_formula_real) {
+            /* The same form on the stages' real times, in seconds per stage. */
+            cJSON *ro = cJSON_AddObjectToObject(fo, "real_stages");
+            cJSON_AddStringToObject(ro, "text", r->formula_real_text);
+            cJSON_AddNumberToObject(ro, "bubble_s", r->formula_real_bubble_s);
+            cJSON_AddNumberToObject(ro, "simulated_bubble_s", r->formula_real_simulated_s);
+        }
     }
     if (s->has_experts && r->stage) {
         /* Expert parallelism: the step split (means over stages, seconds),
@@ -298,6 +339,7 @@ void report_json(FILE *f, const struct sim *s)
         cJSON_AddNumberToObject(eo, "dropped", dropped);
         cJSON_AddNumberToObject(eo, "assigned", assigned);
     }
+    keys_json(root, &s->cfg);
     cJSON *stages = cJSON_AddArrayToObject(root, "stages");
     for (int d = 0; r->stage && d < r->stages; d++) {
         const struct stage_report *st = &r->stage[d];
@@ -311,6 +353,7 @@ void report_json(FILE *f, const struct sim *s)
         cJSON *sx = cJSON_AddObjectToObject(o, "exposed_comm_s");
         for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
             cJSON_AddNumberToObject(sx, tg_comm_name(kinds[k]), mp_seconds(st->exposed_comm[kinds[k]]));
+        report_split_json(o, "step_split", &st->split);
         cJSON *mem = cJSON_AddObjectToObject(o, "mem");
         static const int cats[] = { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                                     MEM_COMM };
@@ -371,6 +414,7 @@ void report_timeline_csv(FILE *f, const struct sim *s)
     fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
     snprintf(label, sizeof label, "chips=%d", r->n_chips);
     fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
+    report_split_meta(f, s);
     for (int d = 0; d < s->prog.devices; d++) {
         snprintf(label, sizeof label, "capacity_bytes=%.0f", s->sys.chip.mem_bytes);
         fprintf(f, "%d,%d,meta,meta,-1,-1,-1,-1,0,0,0,,", s->chip_of_device[d], d);
@@ -403,85 +447,4 @@ void report_timeline_csv(FILE *f, const struct sim *s)
     }
     free(chunk);
     free(stage_of_chip);
-}
-
-void report_chrome_trace(FILE *f, const struct sim *s)
-{
-    const struct taskgraph *g = &s->g;
-    const struct engine *e = &s->e;
-    int *stage_of_chip = mp_xmalloc((size_t)g->n_chips * sizeof *stage_of_chip);
-    bool *used = mp_xcalloc((size_t)g->n_chips, sizeof *used);
-    /* Streams of a chip with ops: the copy streams (offload) only then. */
-    unsigned *streams = mp_xcalloc((size_t)g->n_chips, sizeof *streams);
-    for (int c = 0; c < g->n_chips; c++) stage_of_chip[c] = -1;
-    for (int d = 0; d < s->prog.devices; d++) stage_of_chip[s->chip_of_device[d]] = d;
-    for (int i = 0; i < g->n_ops; i++) {
-        used[g->ops[i].chip] = true;
-        streams[g->ops[i].chip] |= 1u << g->ops[i].stream;
-    }
-
-    fputs("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n", f);
-    const char *sep = "";
-    for (int c = 0; c < g->n_chips; c++) {
-        if (!used[c]) continue;
-        char name[64];
-        if (stage_of_chip[c] >= 0) snprintf(name, sizeof name, "chip %d (stage %d)", c, stage_of_chip[c]);
-        else snprintf(name, sizeof name, "chip %d", c);
-        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-                   "\"args\":{\"name\":\"%s\"}}", sep, c, name);
-        sep = ",\n";
-        fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-                   "\"args\":{\"sort_index\":%d}}", sep, c, c);
-        for (int st = 0; st < N_STREAMS; st++)
-            if (st <= STREAM_COMM || (streams[c] & (1u << st)))
-                fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                           "\"args\":{\"name\":\"%s\"}}", sep, c, st, tg_stream_name(st));
-    }
-    char ts[48], dur[48];
-    for (int i = 0; i < g->n_ops; i++) {
-        const struct op *o = &g->ops[i];
-        units_format_micros_exact(e->start[i], ts, sizeof ts);
-        units_format_micros_exact(e->end[i] - e->start[i], dur, sizeof dur);
-        char name[64];
-        if (o->mb2 >= 0) snprintf(name, sizeof name, "%s%d+%d", tg_tag_name(o->tag), o->mb, o->mb2);
-        else if (o->mb >= 0) snprintf(name, sizeof name, "%s%d", tg_tag_name(o->tag), o->mb);
-        else snprintf(name, sizeof name, "%s", tg_tag_name(o->tag));
-        fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"
-                   "\"ts\":%s,\"dur\":%s,\"args\":{\"microbatch\":%d,\"stage\":%d,"
-                   "\"layers\":\"%d-%d\",\"bytes\":%.0f}}",
-                sep, name, tg_tag_name(o->tag), o->chip, o->stream, ts, dur, o->mb, o->stage,
-                o->layer_first, o->layer_last, o->bytes);
-        /* An arrow from each hand-off to the op that receives it. */
-        if (o->tag == TAG_SEND && g->succ_off[i] < g->succ_off[i + 1]) {
-            const struct op *to = &g->ops[g->succ[g->succ_off[i]]];
-            char te[48];
-            units_format_micros_exact(e->end[i], te, sizeof te);
-            fprintf(f, "%s{\"name\":\"handoff\",\"cat\":\"send\",\"ph\":\"s\",\"id\":%d,"
-                       "\"pid\":%d,\"tid\":%d,\"ts\":%s}", sep, i, o->chip, o->stream, ts);
-            fprintf(f, "%s{\"name\":\"handoff\",\"cat\":\"send\",\"ph\":\"f\",\"bp\":\"e\","
-                       "\"id\":%d,\"pid\":%d,\"tid\":%d,\"ts\":%s}", sep, i, to->chip,
-                    to->stream, te);
-        }
-    }
-    /* One counter track per chip with a series per memory category, which
-     * the viewers stack, so weights, activations and the rest are seen
-     * apart; their sum is the chip's total. The engine logs changes, so
-     * the running level of each category is kept here. */
-    double *level = mp_xcalloc((size_t)g->n_chips * N_MEM_CATS, sizeof *level);
-    for (int i = 0; i < e->n_mem_log; i++) {
-        const struct mem_event *m = &e->mem_log[i];
-        double *lv = &level[(size_t)m->chip * N_MEM_CATS];
-        lv[m->cat] += m->delta;
-        units_format_micros_exact(m->time, ts, sizeof ts);
-        fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,\"args\":{",
-                sep, m->chip, ts);
-        for (int c = 0; c < N_MEM_CATS; c++)
-            fprintf(f, "%s\"%s\":%.0f", c ? "," : "", tg_mem_cat_name(c), lv[c]);
-        fputs("}}", f);
-    }
-    fputs("\n]}\n", f);
-    free(level);
-    free(stage_of_chip);
-    free(used);
-    free(streams);
 }

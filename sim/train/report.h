@@ -14,8 +14,9 @@
 
 #include "sim.h"
 
-/* The readable summary: what ran, step time, tokens/s, MFU, bubble (with the
- * closed form beside it for textbook schedules), and a per-stage table. */
+/* The readable summary: what ran, step time, tokens/s, MFU, the pipeline
+ * bubble (with the closed form beside it for textbook schedules), the step
+ * accounting, and per-stage tables (busy and memory; the accounting). */
 void report_text(FILE *f, const struct sim *s);
 
 /* One JSON object (cJSON), keys of DESIGN.md §4; for an infeasible run,
@@ -30,7 +31,26 @@ void report_json(FILE *f, const struct sim *s);
  * run to have recorded memory) and meta rows (stream meta, label key=value). */
 void report_timeline_csv(FILE *f, const struct sim *s);
 
-/* The Chrome trace event format (JSON), streamed: never built in memory. */
+/* The Chrome trace event format (JSON), streamed: never built in memory
+ * (report_trace.c). Times are microseconds in steps of 1/1024 µs taken from
+ * the integer picoseconds once per op boundary, so every value is a binary
+ * fraction a parser holds exactly: a slice never overlaps the next on its
+ * thread after parsing. Zero-length ops are left out; each stage's bubble
+ * (step_split.h) is a thread of its own; hand-off arrows start inside the
+ * sending slice and end at the start of the receiving one; the run's
+ * figures and step accounting are in "otherData". */
 void report_chrome_trace(FILE *f, const struct sim *s);
+
+/* The step accounting (step_split.h; report_split.c): the summary's block
+ * (mean over stages, every part with its share), the per-stage table, one
+ * JSON object `name` under `parent` ({part}_s seconds and "ps" integers),
+ * and the timeline CSV's meta rows: "step_split.{part}_s=SECONDS" (exact
+ * decimal seconds), first with chip and stage -1 (the mean), then one set
+ * per stage with its chip and stage. */
+struct cJSON;
+void report_split_text(FILE *f, const struct sim *s);
+void report_split_stage_table(FILE *f, const struct sim *s);
+void report_split_json(struct cJSON *parent, const char *name, const struct step_split *x);
+void report_split_meta(FILE *f, const struct sim *s);
 
 #endif

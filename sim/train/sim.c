@@ -49,6 +49,7 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
         .activation_bits = cfg->model.activation_bits,
+        .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
 }
 
@@ -64,7 +65,7 @@ static void price_transformer(struct sim *s)
         memset(c, 0, sizeof *c);
         c->layer_first = lo;
         c->layer_last = hi;
-        double f = 0, b = 0, w = 0;
+        double f = 0, b = 0, w = 0, rc = 0;
         for (int l = lo; l <= hi; l++) {
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
@@ -77,7 +78,11 @@ static void price_transformer(struct sim *s)
             double elem = s->model.layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
             double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
             f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
-            b += (double)sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
+            mp_time bl = sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
+            b += (double)bl;
+            /* The re-run forward's share of the backward, for the step
+             * accounting (tensor.c cuts the TP passes the same way). */
+            rc += lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300) * (double)bl;
             w += (double)sim_op_time(s, lc.flops_w, lc.bytes_w, gemm, 0);
             if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
                 /* The backward rebuilds one layer's activations at a time, as
@@ -98,6 +103,7 @@ static void price_transformer(struct sim *s)
         c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
         c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
         c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
+        c->t_rc = rc < (double)c->t_b ? (mp_time)rc : c->t_b;
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -381,6 +387,65 @@ static void fmt_ms(char *buf, size_t size, double ps)
     snprintf(buf, size, "%.4g ms", ps / 1e9);
 }
 
+/* GPipe's and 1F1B's closed form on the stages' real times. T_d is the
+ * time stage d spends on one microbatch of its own: compute, recompute and
+ * the collectives it waits for inside its passes (TP, CP, EP; the step
+ * accounting's parts, step_split.h), and h one stage-to-stage hand-off.
+ * The first microbatch fills the pipeline and the last drains it
+ * (Σ T_d + 2(p−1)h), the other m − 1 pass at the slowest stage's pace,
+ * and the stage that finishes last (stage 0) then does its step work
+ * (exposed DP, optimizer): that is the step. Each stage waits for the
+ * others what its own parts leave of it; the mean over stages is the
+ * predicted bubble. Uniform stages, h = 0 and no step work give
+ * (p−1)/(m+p−1) again; with hops alone (teach-bubbles, hop = 1 ms) it is
+ * exact. */
+static void real_stage_form(struct sim *s)
+{
+    struct sim_result *r = &s->res;
+    int P = r->stages;
+    double m = r->microbatches, sum = 0, most = 0, rest_mean = 0, h = 0;
+    if (P < 2 || m <= 0) return;
+    for (int d = 0; d < P; d++) {
+        const mp_time *x = r->stage[d].split.part;
+        double own = (double)(x[SPLIT_COMPUTE] + x[SPLIT_RECOMPUTE] + x[SPLIT_TP] + x[SPLIT_CP] +
+                              x[SPLIT_EP]);
+        sum += own / m;
+        if (own / m > most) most = own / m;
+        rest_mean += (double)(r->step_time - x[SPLIT_BUBBLE]) / P;
+    }
+    /* h: the mean stage-to-stage transfer, over the step as simulated in
+     * full (an op of a skipped run stands for engine_op_count of them).
+     * Summed in integers: the double sum of the full run is exact too. */
+    int64_t sends = 0;
+    mp_time hsum = 0;
+    for (int i = 0; i < s->g.n_ops; i++)
+        if (s->g.ops[i].tag == TAG_SEND && s->g.ops[i].comm == COMM_PP) {
+            int64_t n = engine_op_count(&s->e, i);
+            hsum += n * (s->e.end[i] - s->e.start[i]);
+            sends += n;
+        }
+    if (sends) h = (double)hsum / (double)sends;
+    const mp_time *x0 = r->stage[0].split.part;
+    double tail = (double)(x0[SPLIT_DP] + x0[SPLIT_OPTIMIZER] + x0[SPLIT_OTHER]);
+    double step = sum + (m - 1) * most + 2 * (P - 1) * h + tail;
+    r->formula_real_bubble_s = (step - rest_mean) / 1e12;
+    if (r->formula_real_bubble_s < 0) r->formula_real_bubble_s = 0;
+    double sim_s = 0;
+    for (int d = 0; d < P; d++) sim_s += mp_seconds(r->stage[d].split.part[SPLIT_BUBBLE]) / P;
+    r->formula_real_simulated_s = sim_s;
+    r->has_formula_real = true;
+    char a[32], b[32], c[32], d[32], e[32], t[32];
+    units_format_duration((mp_time)llround(step), a, sizeof a);
+    units_format_duration((mp_time)llround(most), b, sizeof b);
+    units_format_duration((mp_time)llround(h), c, sizeof c);
+    units_format_duration((mp_time)llround(tail), t, sizeof t);
+    units_format_duration((mp_time)llround(r->formula_real_bubble_s * 1e12), d, sizeof d);
+    units_format_duration((mp_time)llround(sim_s * 1e12), e, sizeof e);
+    snprintf(r->formula_real_text, sizeof r->formula_real_text,
+             "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h + step work = %s "
+             "(max T %s, h %s, step work %s), bubble %s per stage, simulated %s", a, b, c, t, d, e);
+}
+
 /* Closed forms of cases.md §3, set beside the simulated figure each one
  * predicts. They assume uniform stages and free hand-offs; they are evaluated
  * with the mean stage times, and when a stage differs from the mean or a
@@ -411,6 +476,7 @@ static void textbook_formula(struct sim *s)
     const char *figure = "bubble";
     bool idle_form = false, needs_f_eq_b = false;
     if (!strcmp(name, "gpipe") || !strcmp(name, "1f1b")) {
+        real_stage_form(s);
         step = (m + p - 1) * t;
         pred = (p - 1) / (m + p - 1);
         snprintf(body, sizeof body, "(p-1)/(m+p-1) = %g/%g = %.4f", p - 1, m + p - 1, pred);
@@ -485,109 +551,13 @@ static void textbook_formula(struct sim *s)
                  hops ? (uneven ? "; hand-offs not counted" : "hand-offs not counted") : "",
                  needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
                               : "");
+    /* The real-stage form says something new only where the two part. */
+    if (!uneven && !hops) r->has_formula_real = false;
     r->has_formula = true;
     r->formula_step = (mp_time)llround(step);
     r->formula_bubble = pred;
     r->formula_simulated = sim;
     r->formula_figure = figure;
-}
-
-/* A stream of the step as simulated in full (engine_stream_op), read
- * without a call per op: the graph's ops before the jump, K copies of the
- * repetition before it, shifted, then the graph's ops after it. */
-struct view {
-    const int32_t *ops;   /* the graph's stream */
-    int64_t at, len, K, n;
-    mp_time delta;
-};
-
-static struct view view_of(const struct engine *e, int s)
-{
-    const struct taskgraph *g = e->g;
-    struct view v = { .ops = g->stream_ops + g->stream_off[s], .n = engine_stream_len(e, s),
-                      .delta = engine_period(e) };
-    int len;
-    v.K = engine_stream_period(e, s, &v.at, &len);
-    v.len = len;
-    if (v.len == 0) v.K = 0;
-    return v;
-}
-
-static inline int view_op(const struct view *v, int64_t i, mp_time *shift)
-{
-    *shift = 0;
-    if (v->K == 0 || i < v->at) return v->ops[i];
-    int64_t t = i - v->at;
-    if (t < v->K * v->len) {
-        *shift = (t / v->len + 1) * v->delta;
-        return v->ops[v->at - v->len + t % v->len];
-    }
-    return v->ops[i - v->K * v->len];
-}
-
-/* The first of ops i ≥ k of view `c` ending after `a`: ends never go down
- * on a compute stream, so gallop then bisect (a stream of the step as
- * simulated in full may hold millions of ops). */
-static int64_t first_ending_after(const struct engine *e, const struct view *c, int64_t k, mp_time a)
-{
-    mp_time sh;
-    int id;
-    if (k >= c->n || (id = view_op(c, k, &sh), e->end[id] + sh > a)) return k;
-    int64_t lo = k, step = 1; /* end(lo) <= a */
-    while (lo + step < c->n && (id = view_op(c, lo + step, &sh), e->end[id] + sh <= a)) {
-        lo += step;
-        step *= 2;
-    }
-    int64_t hi = lo + step < c->n ? lo + step : c->n; /* end(hi) > a, or hi = n */
-    while (hi - lo > 1) {
-        int64_t mid = lo + (hi - lo) / 2;
-        id = view_op(c, mid, &sh);
-        if (e->end[id] + sh <= a) lo = mid; else hi = mid;
-    }
-    return hi;
-}
-
-/* Time the ops of `kinds` (bit mask of enum comm_kind) on stream `ks` run
- * while `lane`'s compute stream is idle, per kind. Compute ops never
- * overlap each other and run in stream order; comm ops start in stream
- * order but a transfer's latency may still be in flight when the next
- * starts, so each op counts only from where the ones before it reached.
- * The ops are the step's as simulated in full; the left-out periods repeat
- * the first of them exactly, so that one is measured and counted for all. */
-static void exposed_on(const struct sim *s, int lane, int ks, unsigned kinds, mp_time *out)
-{
-    const struct taskgraph *g = &s->g;
-    const struct engine *e = &s->e;
-    struct view c = view_of(e, lane * N_STREAMS + STREAM_COMPUTE), k = view_of(e, ks);
-    int64_t j0 = 0;
-    mp_time reach = -1, first[N_COMM_KINDS] = { 0 };
-    for (int64_t i = 0; i < k.n; i++) {
-        if (k.K > 1 && i == k.at + k.len) {
-            /* The first left-out repetition is done: the other K − 1 give the same. */
-            for (int x = 0; x < N_COMM_KINDS; x++) out[x] += (k.K - 1) * first[x];
-            i = k.at + k.K * k.len;
-            if (reach >= 0) reach += (k.K - 1) * k.delta;
-            if (i >= k.n) break;
-        }
-        mp_time sh;
-        int id = view_op(&k, i, &sh);
-        const struct op *o = &g->ops[id];
-        if (!(kinds & (1u << o->comm))) continue;
-        mp_time a = e->start[id] + sh, b = e->end[id] + sh, covered = 0;
-        if (a < reach) a = reach;
-        if (b <= a) continue;
-        reach = b;
-        j0 = first_ending_after(e, &c, j0, a);
-        for (int64_t j = j0; j < c.n; j++) {
-            int cid = view_op(&c, j, &sh);
-            mp_time c0 = e->start[cid] + sh, ce = e->end[cid] + sh;
-            if (c0 >= b) break;
-            mp_time lo = c0 > a ? c0 : a, hi = ce < b ? ce : b;
-            if (hi > lo) covered += hi - lo;
-        }
-        out[o->comm] += (b - a) - covered;
-        if (k.K > 1 && i >= k.at && i < k.at + k.len) first[o->comm] += (b - a) - covered;
-    }
 }
 
 static void fold_metrics(struct sim *s)
@@ -619,7 +589,6 @@ static void fold_metrics(struct sim *s)
             if (k == STREAM_COMPUTE) st->busy = engine_stream_busy(e, sid);
         }
     }
-    double busy = 0;
     r->max_span = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
@@ -629,28 +598,26 @@ static void fold_metrics(struct sim *s)
         memcpy(st->mem, m->at_peak, sizeof st->mem);
         double unit = s->stage_cost[0].act_bytes;
         st->peak_act_units = unit > 0 ? (int)llround(m->at_peak[MEM_ACTIVATIONS] / unit) : 0;
-        busy += (double)st->busy;
         mp_time span = st->last_end - st->first_start;
         if (span > r->max_span) r->max_span = span;
     }
-    /* TP and PP ride on the lane's comm stream; DP on TP rank 1's when
-     * there is one (data_parallel.h). */
-    int tp = s->cfg.parallel.tp;
+    /* Where each picosecond went (step_split.h); exposed communication and
+     * the pipeline bubble are its parts. */
+    step_split_fold(s);
+    double bubble = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
-        int lane = st->chip;
-        unsigned own = (1u << COMM_TP) | (1u << COMM_PP) | (1u << COMM_EP);
-        if (tp > 1) exposed_on(s, lane, (lane + 1) * N_STREAMS + STREAM_COMM, 1u << COMM_DP,
-                               st->exposed_comm);
-        else own |= 1u << COMM_DP;
-        exposed_on(s, lane, lane * N_STREAMS + STREAM_COMM, own, st->exposed_comm);
-        /* Copies to and from host memory (offload): each copy stream apart. */
-        exposed_on(s, lane, lane * N_STREAMS + STREAM_TO_HOST, 1u << COMM_HOST, st->exposed_comm);
-        exposed_on(s, lane, lane * N_STREAMS + STREAM_FROM_HOST, 1u << COMM_HOST, st->exposed_comm);
-        for (int k = 0; k < N_COMM_KINDS; k++) r->exposed_comm_s[k] += mp_seconds(st->exposed_comm[k]) / P;
+        for (int k = 0; k < N_COMM_KINDS; k++) {
+            st->exposed_comm[k] = k == COMM_NONE ? 0 : st->split.part[step_split_of_comm(k)];
+            r->exposed_comm_s[k] = k == COMM_NONE ? 0 : mp_seconds(r->split.part[step_split_of_comm(k)]);
+        }
+        bubble += (double)st->split.part[SPLIT_BUBBLE];
     }
-    r->bubble = r->step_time > 0 ? 1.0 - busy / ((double)P * (double)r->step_time) : 0;
-    r->bubble_span = r->max_span > 0 ? 1.0 - busy / ((double)P * (double)r->max_span) : 0;
+    r->bubble = r->step_time > 0 ? bubble / ((double)P * (double)r->step_time) : 0;
+    /* Over the largest span: each stage's idle outside a window of that
+     * length is bubble (the stage has no op there), so it comes off. */
+    double inside = bubble - (double)P * (double)(r->step_time - r->max_span);
+    r->bubble_span = r->max_span > 0 && inside > 0 ? inside / ((double)P * (double)r->max_span) : 0;
 
     const struct config *cfg = &s->cfg;
     double seconds = mp_seconds(r->step_time);
@@ -662,7 +629,8 @@ static void fold_metrics(struct sim *s)
         struct cost_params cp = { .seq_len = cfg->model.seq_len, .micro_batch = 1, .tp = 1,
                                   .recompute = cfg->training.recompute,
                                   .weight_bits = cfg->model.weight_bits,
-                                  .activation_bits = cfg->model.activation_bits };
+                                  .activation_bits = cfg->model.activation_bits,
+                                  .mtp = true };
         double extra = 0;
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
@@ -799,9 +767,7 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
         return MP_OK;
     }
     if (cfg->model.kind == MODEL_TRANSFORMER) {
-        if ((rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err)))
-            return rc;
-        if ((rc = model_load(&s->model, path, err))) return rc;
+        if ((rc = model_load_config(&s->model, cfg, err))) return rc;
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;

@@ -4,7 +4,8 @@
  *
  * Metrics follow DESIGN.md §3: step_time is the makespan of one training
  * step (first op start to last op end, gradient sync and optimizer included);
- * bubble = 1 − Σ busy compute over pipeline stages / (stages × makespan). */
+ * the step accounting (step_split.h) says where each picosecond of it went,
+ * and bubble is its pipeline-bubble part over stages × makespan. */
 #ifndef MPSIM_SIM_H
 #define MPSIM_SIM_H
 
@@ -24,6 +25,7 @@
 #include "hardware/system.h"
 #include "sim/engine/taskgraph.h"
 #include "sim/strategy/tensor.h"
+#include "step_split.h"
 
 struct stage_report {
     int index;              /* pipeline device 0..pp-1 */
@@ -33,22 +35,29 @@ struct stage_report {
     double peak_mem;        /* bytes */
     double mem[N_MEM_CATS]; /* breakdown at the peak */
     int peak_act_units;     /* peak activations ÷ M_B of one stage, rounded (synthetic) */
-    /* Communication of each kind (enum comm_kind: tp, pp, dp) running while
-     * the stage's compute stream is idle: time it adds to the step. */
+    /* Communication of each kind (enum comm_kind) the stage's compute
+     * stream waited for: the split's exposed_* parts (step_split.h). */
     mp_time exposed_comm[N_COMM_KINDS];
+    struct step_split split; /* the stage's step accounting, sums to step_time */
 };
 
 struct sim_result {
     bool feasible;
     char infeasible_reason[1024];
     mp_time step_time;
-    double bubble;          /* over the makespan */
-    double bubble_span;     /* over the largest stage span (zero-bubble papers' rate) */
+    /* The pipeline bubble only (step_split.h): Σ stages' bubble / (stages ×
+     * makespan); and over the largest stage span (zero-bubble papers' rate):
+     * (Σ bubble − stages × (makespan − span)) / (stages × span). */
+    double bubble;
+    double bubble_span;
     mp_time max_span;
-    double mfu, hfu;        /* 0 when the model has no FLOP count (synthetic) */
+    double mfu, hfu;        /* 0 when the model has no FLOP count (synthetic; JSON null) */
     /* Exposed communication per kind (enum comm_kind), the mean over stages
      * of stage_report.exposed_comm, in seconds. */
     double exposed_comm_s[N_COMM_KINDS];
+    /* The step accounting, mean over stages, summing exactly to step_time
+     * (step_split.h); per stage in stage[].split. */
+    struct step_split split;
     double model_flops, hardware_flops;
     double tokens_per_s;
     uint64_t events;        /* events the engine handled (fewer than ops when periods were skipped) */
@@ -74,6 +83,12 @@ struct sim_result {
     double formula_simulated;  /* the simulated value of formula_figure */
     const char *formula_figure;
     char formula_text[512];
+    /* GPipe and 1F1B: the same form on the stages' real times (sim.c's
+     * real_stage_form): predicted and simulated bubble in seconds, mean per
+     * stage, and the comparison in words. */
+    bool has_formula_real;
+    double formula_real_bubble_s, formula_real_simulated_s;
+    char formula_real_text[320];
     /* Money and chip time (cost.h): per step, per million tokens, and for
      * the token budget of sim_options (1T tokens by default). */
     struct cost cost;

@@ -1,0 +1,357 @@
+/* step_split.c — the step accounting; the definition is in step_split.h.
+ *
+ * One pass over the graph's edges finds, for every op, the constraint that
+ * released it last (`bind`: its latest-ending predecessor or the op before
+ * it on its stream). An idle interval of a stage's compute stream is then
+ * charged by following `bind` back from the op that ended it, which costs
+ * no more than the ops that ran inside the interval: O(ops + edges) for
+ * the whole step.
+ *
+ * A run with steady-state periods left out (sim/engine/skip.c) is read as
+ * the step simulated in full: ops are engine_fop's (a graph op, some
+ * periods ahead), times shifted by engine_fop_shift, and the constraint
+ * that released an op in the left-out periods or after them found among
+ * its full-step predecessors (engine_fop_pred, engine_fop_prev), in the
+ * graph's edge order as above. The graph repeats with the state, so this
+ * is the walk over the full step's graph (tests/check_steady.c compares
+ * the two on every shipped scenario and random layouts). */
+#include "step_split.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static const char *const split_names[N_SPLIT] = {
+    [SPLIT_COMPUTE] = "compute", [SPLIT_RECOMPUTE] = "recompute",
+    [SPLIT_TP] = "exposed_tp", [SPLIT_CP] = "exposed_cp", [SPLIT_PP] = "exposed_pp",
+    [SPLIT_DP] = "exposed_dp", [SPLIT_EP] = "exposed_ep", [SPLIT_HOST] = "exposed_host",
+    [SPLIT_BUBBLE] = "bubble", [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
+};
+
+static const char *const split_labels[N_SPLIT] = {
+    [SPLIT_COMPUTE] = "compute", [SPLIT_RECOMPUTE] = "recompute",
+    [SPLIT_TP] = "exposed TP", [SPLIT_CP] = "exposed CP", [SPLIT_PP] = "exposed PP",
+    [SPLIT_DP] = "exposed DP", [SPLIT_EP] = "exposed EP", [SPLIT_HOST] = "exposed host",
+    [SPLIT_BUBBLE] = "bubble", [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
+};
+
+const char *step_split_name(enum split_part p)
+{
+    return p < N_SPLIT ? split_names[p] : "?";
+}
+
+const char *step_split_label(enum split_part p)
+{
+    return p < N_SPLIT ? split_labels[p] : "?";
+}
+
+enum split_part step_split_of_comm(enum comm_kind k)
+{
+    switch (k) {
+    case COMM_TP: return SPLIT_TP;
+    case COMM_CP: return SPLIT_CP;
+    case COMM_PP: return SPLIT_PP;
+    case COMM_DP: return SPLIT_DP;
+    case COMM_EP: return SPLIT_EP;
+    case COMM_HOST: return SPLIT_HOST;
+    default: return SPLIT_OTHER;
+    }
+}
+
+mp_time step_split_total(const struct step_split *x)
+{
+    mp_time t = 0;
+    for (int k = 0; k < N_SPLIT; k++) t += x->part[k];
+    return t;
+}
+
+void step_split_mean(const struct step_split *stage, int n, mp_time step, struct step_split *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n <= 0) return;
+    mp_time rem[N_SPLIT], sum = 0;
+    for (int k = 0; k < N_SPLIT; k++) {
+        /* The sum over stages could pass int64 (stages × step): keep it as
+         * quotient and remainder of ÷ n instead, both exact. */
+        mp_time q = 0, r = 0;
+        for (int d = 0; d < n; d++) {
+            q += stage[d].part[k] / n;
+            r += stage[d].part[k] % n;
+            q += r / n;
+            r %= n;
+        }
+        out->part[k] = q;
+        rem[k] = r;
+        sum += q;
+    }
+    /* The floors fall short of `step` by less than N_SPLIT picoseconds: give
+     * them to the parts with the largest remainders. */
+    for (mp_time left = step - sum; left > 0; left--) {
+        int best = -1;
+        for (int k = 0; k < N_SPLIT; k++)
+            if (rem[k] >= 0 && (best < 0 || rem[k] > rem[best])) best = k;
+        if (best < 0) break;
+        out->part[best]++;
+        rem[best] = -1;
+    }
+}
+
+/* ---- the walk ------------------------------------------------------------ */
+
+typedef struct engine_fop fop;
+
+struct walk {
+    const struct sim *s;
+    const struct taskgraph *g;
+    const struct engine *e;
+    const mp_time *start, *end;
+    int32_t *bind;      /* [n_ops]: the constraint that released the op last, -1 none */
+    bool view;          /* periods were left out: read the full step (above) */
+    int32_t *pred_off, *pred; /* with `view`: CSR in-edges in edge order */
+    int block;          /* chips per stage: tp × dp (stage d holds d·block ...) */
+    step_split_fn fn;
+    void *ctx;
+};
+
+static mp_time f_start(const struct walk *w, fop f)
+{
+    return w->start[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+}
+
+static mp_time f_end(const struct walk *w, fop f)
+{
+    return w->end[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+}
+
+static void walk_init(struct walk *w, const struct sim *s)
+{
+    const struct taskgraph *g = &s->g;
+    w->s = s;
+    w->g = g;
+    w->e = &s->e;
+    w->start = s->e.start;
+    w->end = s->e.end;
+    w->block = s->cfg.parallel.tp * s->cfg.parallel.dp;
+    w->fn = NULL;
+    w->ctx = NULL;
+    w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
+    for (int i = 0; i < g->n_ops; i++) w->bind[i] = -1;
+    /* Dependencies, then the op before on the same stream; the later end
+     * wins, the first seen on a tie (the graph's order: deterministic). */
+    for (int k = 0; k < g->n_edges; k++) {
+        int u = g->edge_from[k], v = g->edge_to[k];
+        if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
+    }
+    for (int st = 0; st < g->n_chips * N_STREAMS; st++)
+        for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++) {
+            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
+            if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
+        }
+    w->view = engine_skipped_periods(&s->e) > 0;
+    w->pred_off = w->pred = NULL;
+    if (w->view) {
+        w->pred_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *w->pred_off);
+        w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
+        for (int k = 0; k < g->n_edges; k++) w->pred_off[g->edge_to[k] + 1]++;
+        for (int i = 0; i < g->n_ops; i++) w->pred_off[i + 1] += w->pred_off[i];
+        int32_t *fill = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *fill);
+        memcpy(fill, w->pred_off, (size_t)g->n_ops * sizeof *fill);
+        for (int k = 0; k < g->n_edges; k++) w->pred[fill[g->edge_to[k]]++] = g->edge_from[k];
+        free(fill);
+    }
+}
+
+static void walk_release(struct walk *w)
+{
+    free(w->bind);
+    free(w->pred_off);
+    free(w->pred);
+    w->bind = w->pred_off = w->pred = NULL;
+}
+
+/* `bind` of an op of the full step. An op not ahead is one the run
+ * simulated before its jump, with its predecessors: the graph's own. */
+static fop bind_of(const struct walk *w, fop f)
+{
+    if (f.id < 0 || f.ahead == 0) return (fop){ f.id < 0 ? -1 : w->bind[f.id], 0 };
+    fop best = { -1, 0 };
+    mp_time best_end = 0;
+    for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
+        fop u = engine_fop_pred(w->e, f, w->pred[k]);
+        mp_time t = f_end(w, u);
+        if (best.id < 0 || t > best_end) best = u, best_end = t;
+    }
+    fop prev = engine_fop_prev(w->e, f);
+    if (prev.id >= 0 && (best.id < 0 || f_end(w, prev) > best_end)) best = prev;
+    return best;
+}
+
+/* What an op means to stage `d` when the stage's compute stream waits on it. */
+enum verdict { V_STOP, V_THROUGH, V_PART, V_FOREIGN };
+
+static bool in_block(const struct walk *w, int d, int chip)
+{
+    int c0 = w->s->chip_of_device[d];
+    return chip >= c0 && chip < c0 + w->block;
+}
+
+static enum verdict classify(const struct walk *w, int d, int id, enum split_part *part)
+{
+    const struct op *o = &w->g->ops[id];
+    bool zero = w->end[id] == w->start[id];
+    int lane = w->s->chip_of_device[d];
+    if (in_block(w, d, o->chip)) {
+        if (o->stream == STREAM_COMPUTE) {
+            if (zero) return V_THROUGH;
+            if (o->chip == lane) return V_STOP;
+            *part = SPLIT_OTHER; /* another EP rank's expert GEMMs */
+            return V_PART;
+        }
+        if (o->comm == COMM_NONE && zero) return V_THROUGH;
+        *part = step_split_of_comm((enum comm_kind)o->comm);
+        return V_PART;
+    }
+    /* A hand-off from another stage to this one. */
+    if (o->tag == TAG_SEND && o->comm == COMM_PP && w->g->succ_off[id] < w->g->succ_off[id + 1] &&
+        in_block(w, d, w->g->ops[w->g->succ[w->g->succ_off[id]]].chip)) {
+        *part = SPLIT_PP;
+        return V_PART;
+    }
+    return V_FOREIGN;
+}
+
+static void charge(struct walk *w, struct step_split *x, int d, enum split_part p, mp_time a,
+                   mp_time b)
+{
+    if (b <= a) return;
+    x->part[p] += b - a;
+    if (w->fn) w->fn(w->ctx, d, a, b, p);
+}
+
+/* Charge the idle interval [a, t): `y` is the op whose end released the
+ * wait (at or before t); [end(y), t) is charged to `pending`, the part of
+ * the op y released (which queued for a link that long), or bubble. */
+static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp_time t, fop y,
+                      enum split_part pending)
+{
+    while (t > a) {
+        if (y.id < 0) {
+            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            return;
+        }
+        mp_time ye = f_end(w, y);
+        if (ye < t) {
+            mp_time lo = ye > a ? ye : a;
+            charge(w, x, d, pending, lo, t);
+            t = lo;
+            if (t <= a) return;
+        }
+        enum split_part part = SPLIT_OTHER;
+        switch (classify(w, d, y.id, &part)) {
+        case V_FOREIGN:
+            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            return;
+        case V_STOP:
+            /* The stage's own compute ended the wait's start: nothing left
+             * unless the times disagree, which they cannot. */
+            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            return;
+        case V_THROUGH:
+            pending = SPLIT_BUBBLE;
+            break;
+        case V_PART: {
+            mp_time ys = f_start(w, y);
+            mp_time lo = ys > a ? ys : a;
+            charge(w, x, d, part, lo, t);
+            t = lo;
+            pending = part;
+            break;
+        }
+        }
+        y = bind_of(w, y);
+    }
+}
+
+/* The split of stage `d` over [0, step). */
+static void walk_device(struct walk *w, int d, struct step_split *x)
+{
+    const struct sim *s = w->s;
+    const struct taskgraph *g = w->g;
+    mp_time step = s->res.step_time;
+    int lane = s->chip_of_device[d];
+    memset(x, 0, sizeof *x);
+    int cs = lane * N_STREAMS + STREAM_COMPUTE;
+    mp_time prev_end = 0;
+    int64_t n = engine_stream_len(w->e, cs);
+    for (int64_t i = 0; i < n; i++) {
+        fop f = engine_full_op(w->e, cs, i);
+        const struct op *o = &g->ops[f.id];
+        mp_time a = f_start(w, f), b = f_end(w, f);
+        if (b <= a) continue;
+        if (a > prev_end) walk_back(w, x, d, prev_end, a, bind_of(w, f), SPLIT_BUBBLE);
+        switch (o->tag) {
+        case TAG_F: case TAG_B: case TAG_W: case TAG_BW: case TAG_FB: {
+            mp_time rc = 0;
+            if (o->tag != TAG_F && o->tag != TAG_W && o->stage >= 0 && o->stage < s->prog.stages) {
+                const struct stage_cost *c = &s->stage_cost[o->stage];
+                mp_time den = o->tag == TAG_B ? c->t_b
+                              : o->tag == TAG_BW ? c->t_b + c->t_w : c->t_f + c->t_b + c->t_w;
+                if (c->t_rc > 0 && den > 0)
+                    rc = (mp_time)((__int128)(b - a) * (c->t_rc < den ? c->t_rc : den) / den);
+            }
+            charge(w, x, d, SPLIT_RECOMPUTE, a, a + rc);
+            charge(w, x, d, SPLIT_COMPUTE, a + rc, b);
+            break;
+        }
+        case TAG_OPTIMIZER:
+            charge(w, x, d, SPLIT_OPTIMIZER, a, b);
+            break;
+        default:
+            charge(w, x, d, SPLIT_OTHER, a, b);
+            break;
+        }
+        prev_end = b;
+    }
+    /* The tail: back from the stage's last op of any kind; after it, the
+     * stage only waits for the others to finish the step. */
+    fop last = { -1, 0 };
+    int c0 = s->chip_of_device[d];
+    for (int c = c0; c < c0 + w->block && c < g->n_chips; c++)
+        for (int k = 0; k < N_STREAMS; k++) {
+            int st = c * N_STREAMS + k;
+            int64_t len = engine_stream_len(w->e, st);
+            if (len == 0) continue;
+            fop f = engine_full_op(w->e, st, len - 1); /* a stream's last ends last */
+            if (last.id < 0 || f_end(w, f) > f_end(w, last)) last = f;
+        }
+    if (step > prev_end) walk_back(w, x, d, prev_end, step, last, SPLIT_BUBBLE);
+}
+
+void step_split_fold(struct sim *s)
+{
+    struct sim_result *r = &s->res;
+    struct walk w;
+    walk_init(&w, s);
+    struct step_split *all = mp_xcalloc((size_t)(r->stages ? r->stages : 1), sizeof *all);
+    for (int d = 0; d < r->stages; d++) {
+        walk_device(&w, d, &r->stage[d].split);
+        all[d] = r->stage[d].split;
+    }
+    step_split_mean(all, r->stages, r->step_time, &r->split);
+    free(all);
+    walk_release(&w);
+}
+
+void step_split_intervals(const struct sim *s, step_split_fn fn, void *ctx)
+{
+    struct walk w;
+    walk_init(&w, s);
+    w.fn = fn;
+    w.ctx = ctx;
+    for (int d = 0; d < s->res.stages; d++) {
+        struct step_split x;
+        walk_device(&w, d, &x);
+    }
+    walk_release(&w);
+}
