@@ -227,6 +227,13 @@ struct cost_params {
      * the tokens each rank actually receives, and `params` counts the chip's
      * share of them (experts ÷ ep, not ÷ tp). */
     int ep;
+    /* Context-parallel degree (0 or 1 = none; branch context, issue 17):
+     * each rank holds seq_len / cp tokens of every sequence, so every
+     * per-token cost and activation shrinks by cp, while attention's keys
+     * still span the whole sequence: the rank's attention core is the
+     * whole sequence's ÷ cp (sim/strategy/context.h prices it block by
+     * block) and its stashed scores are (s / cp) × s per head. */
+    int cp;
     /* Training: the LM head layer also carries the model's MTP modules
      * (model.mtp_modules): their blocks' passes, weights and stash and a
      * second head pass each. Serving leaves it false. */

@@ -70,7 +70,9 @@ double layer_cost_request_bytes(const struct layer_cost *c, double tokens)
 static double decoder_act_bytes(const struct model *m, const struct layer *L,
                                 const struct cost_params *cp, double A)
 {
-    double s = cp->seq_len, tok = (double)cp->seq_len * cp->micro_batch;
+    /* Context parallelism: the rank's s/cp tokens, each query scoring all s
+     * keys, so every term, the 5as one too, is ÷ cp (docs/context_parallel.md). */
+    double s = cp->seq_len, tok = (double)cp->seq_len * cp->micro_batch / (cp->cp > 1 ? cp->cp : 1);
     double t = cp->tp, h = m->hidden;
     if (cp->recompute == RECOMPUTE_FULL)
         return tok * h * A / (cp->sp ? t : 1); /* only the layer input */
@@ -102,7 +104,7 @@ static void head_cost(const struct model *m, const struct layer *L, const struct
 {
     double W = (cp->weight_bits ? cp->weight_bits : 16) / 8.0;
     double A = (cp->activation_bits ? cp->activation_bits : 16) / 8.0;
-    double tok = (double)cp->seq_len * cp->micro_batch, t = cp->tp;
+    double tok = (double)cp->seq_len * cp->micro_batch / (cp->cp > 1 ? cp->cp : 1), t = cp->tp;
     double h = m->hidden, V = m->vocab, seq_split = cp->sp ? t : 1;
     double mm = 2 * tok * L->matmul_params / t;
     out->flops_f = out->flops_b = out->flops_w = mm;
@@ -125,12 +127,15 @@ static void decoder_cost(const struct model *m, const struct layer *L,
     double W = (cp->weight_bits ? cp->weight_bits : 16) / 8.0;
     double A = (cp->activation_bits ? cp->activation_bits : 16) / 8.0;
     double K = (cp->kv_bits ? cp->kv_bits : 16) / 8.0;
-    double s = cp->seq_len, b = cp->micro_batch, tok = s * b, t = cp->tp;
+    /* Context parallelism: this rank's share of the tokens (model.h), and
+     * of the whole sequence's attention core. */
+    double cpd = cp->cp > 1 ? cp->cp : 1;
+    double s = cp->seq_len, b = cp->micro_batch, tok = s * b / cpd, t = cp->tp;
     double h = m->hidden, seq_split = cp->sp ? t : 1;
 
     double mm = 2 * tok * L->matmul_params;
     if (ep_routed) mm -= 2 * tok * L->expert_params * m->experts_per_token / m->experts;
-    double attn = attn_flops(m, L, s, b);
+    double attn = attn_flops(m, L, s, b) / cpd;
     out->flops_f = (mm + attn) / t;
     out->flops_b = (mm + 2 * attn) / t;
     out->flops_w = mm / t;
@@ -203,7 +208,7 @@ void model_layer_cost(const struct model *m, int layer, const struct cost_params
     const struct layer *L = &m->layer[layer];
     double W = (cp->weight_bits ? cp->weight_bits : 16) / 8.0;
     double A = (cp->activation_bits ? cp->activation_bits : 16) / 8.0;
-    double tok = (double)cp->seq_len * cp->micro_batch, t = cp->tp;
+    double tok = (double)cp->seq_len * cp->micro_batch / (cp->cp > 1 ? cp->cp : 1), t = cp->tp;
     double h = m->hidden, V = m->vocab;
     double seq_split = cp->sp ? t : 1;
 

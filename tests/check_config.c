@@ -91,7 +91,8 @@ START_TEST(key_table)
         config_format_value(&c, k, buf, sizeof buf);
         ck_assert_str_eq(buf, k->fallback);
     }
-    ck_assert_int_eq(n, 73); /* 7 model, 8 synthetic, 2 hardware, 8 parallel, 9 training,
+    ck_assert_int_eq(n, 77); /* 7 model, 8 synthetic, 2 hardware, 12 parallel (4 of them
+                              * context's: cp, cp_kind, cp_ulysses, stage_layers), 9 training,
                               * 22 inference, 10 experts, 4 run, 3 device_map */
     ck_assert_ptr_null(config_find_key("parallel.ppp"));
     ck_assert_ptr_null(config_find_key("pp"));

@@ -513,7 +513,7 @@ START_TEST(chips_fixed_derives_dp_and_refuses_what_does_not_divide)
             feasible++;
         } else {
             ck_assert(!sweep_table_feasible(&t, i));
-            ck_assert_ptr_nonnull(strstr(t.cell[i][cr], "--chips 8: not divisible by tp 1 × pp"));
+            ck_assert_ptr_nonnull(strstr(t.cell[i][cr], "--chips 8: not divisible by tp 1 × cp 1 × pp"));
         }
     }
     ck_assert_int_eq(feasible, 4);
@@ -524,7 +524,7 @@ START_TEST(chips_fixed_derives_dp_and_refuses_what_does_not_divide)
     ck_assert_int_eq(sweep_grid_add(&g2, &base, "parallel.pp=2,4", &err), MP_OK);
     ck_assert_int_eq(sweep_grid_fix_chips(&g2, &base, 7, &err), MP_ERR_INPUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "--chips 7: no point of the grid divides it"));
-    ck_assert_ptr_nonnull(strstr(err.msg, "1×2, 1×4"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "1×1×2, 1×1×4")); /* tp × cp × pp */
     /* parallel.dp cannot be varied as well. */
     ck_assert_int_eq(sweep_grid_add(&g2, &base, "parallel.dp=1,2", &err), MP_OK);
     ck_assert_int_eq(sweep_grid_fix_chips(&g2, &base, 8, &err), MP_ERR_INPUT);

@@ -154,6 +154,19 @@ expect 2 "training.memory_limit|microbatch activations|lots" -- run scenarios/te
 expect 2 "training.memory_limit|-2" -- run scenarios/teach-bubbles.ini --set training.memory_limit=-2 $O
 expect 2 "synthetic.forward_backward|duration|3" -- run scenarios/teach-bubbles.ini --set synthetic.forward_backward=3 $O
 
+# --- context parallelism and given stages (branch context, issue 17)
+L8='--set model.kind=transformer --set model.config=llama3-8b --set model.seq_len=4096'
+expect 2 "parallel.stage_layers|3 entries|parallel.pp = 4" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,16 $O
+expect 2 "parallel.stage_layers|adds up to 31|32" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 $O
+expect 2 "parallel.stage_layers|8,0,8,16" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,0,8,16 $O
+expect 2 "model.seq_len = 4096|2 × parallel.cp = 24" -- run scenarios/teach-bubbles.ini $L8 --set parallel.cp=12 $O
+expect 2 "parallel.cp_kind = ulysses|32 attention heads|3 does not divide" -- run scenarios/teach-bubbles.ini $L8 --set model.seq_len=3072 --set parallel.cp=3 --set parallel.cp_kind=ulysses $O
+expect 3 "zb-v|stage 0 7 layers|even number" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=7,9,9,7 --set training.schedule=zb-v $O
+expect 3 "interleaved|stage 3 1 layers|vpp = 2" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=9,11,11,1 --set training.schedule=interleaved --set parallel.vpp=2 $O
+# search: cp × tp × pp × dp must make the chips; stage_layers fixes pp
+expect 2 "--chips 12|parallel.pp = 8|cp × tp × pp × dp" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=4,4,4,4,4,4,4,4 --set parallel.pp=8 --chips 12 --quiet
+expect 2 "parallel.stage_layers|adds up to 31" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 --chips 8 --quiet
+
 # --- mpsim model (issue 15): what a config.json is read as
 expect 2 "model: which config" -- model
 expect 2 "cannot find 'nosuch'|the presets are" -- model nosuch

@@ -5,6 +5,7 @@
 #ifndef MPSIM_CLI_H
 #define MPSIM_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "sim/common.h"
@@ -24,8 +25,10 @@ int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json wa
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
-/* `timeline` and `trace` may be NULL (not asked for). */
-int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace);
+/* `timeline` and `trace` may be NULL (not asked for); `detail` writes every
+ * stage's copy of each pass into the timeline (--timeline-detail). */
+int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
+              bool detail);
 
 /* cli_device_map.c (branch devmap): `mpsim plan --device-map ...`, and `mpsim
  * run` on a scenario with device_map.policy set. */

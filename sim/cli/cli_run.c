@@ -13,6 +13,8 @@ static const char run_usage_text[] =
     "  --set section.key=value  override one scenario key (repeatable)\n"
     "  --json                   print one JSON object instead of the summary\n"
     "  --timeline OUT.csv       one row per op and memory change (mpsim-view reads it)\n"
+    "  --timeline-detail        serving: every stage's copy of every pass and hand-off in the\n"
+    "                           timeline (default: one row per pass, from stage 0 to the last)\n"
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
@@ -23,7 +25,7 @@ static const char run_usage_text[] =
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false;
+    bool json = false, validate = false, detail = false;
     double tokens = 0;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
@@ -37,6 +39,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--timeline-detail")) {
+            detail = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
                    !strcmp(a, "--tokens")) {
             if (i + 1 >= argc) return cli_usage_error("run: %s needs a value", a);
@@ -57,17 +61,20 @@ int cli_run(int argc, char **argv)
         }
     }
     if (!scenario) return cli_usage_error("%s", "run: which scenario? usage: mpsim run SCENARIO.ini");
+    if (detail && !timeline)
+        return cli_usage_error("%s", "run: --timeline-detail says what --timeline OUT.csv writes; "
+                               "give --timeline too");
 
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
     /* [device_map] policy: generate the way Accelerate runs the placement. */
     if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace);
     /* An [inference] section (or any inference.* key) asks for serving. */
-    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace);
+    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace, detail);
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
-                                .token_budget = tokens };
+                                .token_budget = tokens, .record_released = timeline != NULL };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked

@@ -14,9 +14,10 @@ static const char search_usage_text[] =
     "usage: mpsim search SCENARIO.ini --chips N [options]\n"
     "\n"
     "Takes the model, system, sequence length and global batch from the scenario,\n"
-    "enumerates every layout of N chips (tp within a node, pp, dp, ep for MoE,\n"
-    "micro_batch, schedule, vpp, sp, tp_overlap, recompute, ZeRO stage, offload when\n"
-    "the system has a [host] tier), drops duplicates, layouts the schedule's rules\n"
+    "enumerates every layout of N chips (tp within a node, cp for long sequences,\n"
+    "pp, dp, ep for MoE, micro_batch, schedule, vpp, sp, tp_overlap, recompute, ZeRO\n"
+    "stage, offload when the system has a [host] tier; cp × tp × pp × dp = N), drops\n"
+    "duplicates, layouts the schedule's rules\n"
     "refuse and layouts a lower bound of memory says cannot fit, bounds every other\n"
     "one's step time in closed form, then simulates op by op the best K by that\n"
     "bound and every layout the bound cannot separate from them (the bound never\n"
@@ -30,7 +31,7 @@ static const char search_usage_text[] =
     "                       batch; round-down: each layout runs the largest multiple\n"
     "                       of dp × micro_batch the batch holds (shown per row)\n"
     "  --fix key=v1[,v2]    keep only these values of a layout key (repeatable):\n"
-    "                       parallel.tp, .pp, .dp, .ep, .vpp, .sp, .tp_overlap,\n"
+    "                       parallel.tp, .cp, .pp, .dp, .ep, .vpp, .sp, .tp_overlap,\n"
     "                       training.micro_batch, .schedule, .recompute, .zero, .offload\n"
     "  --metric M           rank by tokens_per_s (default), step_time_s, mfu, bubble,\n"
     "                       peak_mem_bytes or usd_per_mtok\n"
@@ -38,6 +39,8 @@ static const char search_usage_text[] =
     "  --max-micro-batch N  largest micro_batch tried (default 8)\n"
     "  --max-vpp N          largest vpp for interleaved (default 8; every divisor of the\n"
     "                       layers per stage up to it)\n"
+    "  --max-cp N           largest context-parallel degree, powers of two (default:\n"
+    "                       the largest leaving each CP rank 8192 tokens; 1 below 16K)\n"
     "  --jobs N             threads (default: the number of cores)\n"
     "  --set key=value      override a scenario key (repeatable)\n"
     "  --tokens N           token budget for cost figures (default 1T)\n"
@@ -64,7 +67,7 @@ int cli_search(int argc, char **argv)
             opt.progress = NULL;
         } else if (!strcmp(a, "--chips") || !strcmp(a, "--top") || !strcmp(a, "--jobs") ||
                    !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp") ||
-                   !strcmp(a, "--simulate")) {
+                   !strcmp(a, "--max-cp") || !strcmp(a, "--simulate")) {
             if (i + 1 >= argc) {
                 free(fix);
                 return cli_usage_error("search: %s needs a value", a);
@@ -81,6 +84,7 @@ int cli_search(int argc, char **argv)
             else if (!strcmp(a, "--top")) top = (int)n;
             else if (!strcmp(a, "--jobs")) opt.jobs = (int)n;
             else if (!strcmp(a, "--max-micro-batch")) opt.max_micro_batch = (int)n;
+            else if (!strcmp(a, "--max-cp")) opt.max_cp = (int)n;
             else opt.max_vpp = (int)n;
         } else if (!strcmp(a, "--metric") || !strcmp(a, "--schedules") || !strcmp(a, "--set") ||
                    !strcmp(a, "--tokens") || !strcmp(a, "--out") || !strcmp(a, "--fix") ||
@@ -111,7 +115,7 @@ int cli_search(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             free(fix);
             return cli_unknown_option("search", a, (const char *const[]){ "--chips", "--top",
-                                      "--jobs", "--max-micro-batch", "--max-vpp", "--metric",
+                                      "--jobs", "--max-micro-batch", "--max-vpp", "--max-cp", "--metric",
                                       "--schedules", "--set", "--tokens", "--out", "--quiet",
                                       "--simulate", "--batch-policy", "--fix", "--help", NULL });
         } else if (scenario) {

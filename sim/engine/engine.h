@@ -60,6 +60,14 @@ struct engine {
     bool record_memory;
     struct mem_event *mem_log;
     int n_mem_log, cap_mem_log;
+    /* released_by[op]: the op whose end let `op` start — its last
+     * dependency, the op before it on its stream, or the transfer that freed
+     * a link it waited for; -1 for ops that started at once. Kept only when
+     * record_released is set before engine_run (a timeline asks for it), so
+     * a plain run pays one store per event and nothing else. */
+    bool record_released;
+    int32_t *released_by;
+    int32_t cur;                    /* the op whose end is being handled, -1 at start */
     mp_time now;
     int done;                       /* ops finished */
     uint64_t events;
@@ -79,7 +87,7 @@ struct engine {
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
- * keep a memory log. */
+ * keep a memory log, e->record_released to keep released_by. */
 void engine_init(struct engine *e, const struct taskgraph *g);
 void engine_release(struct engine *e);
 
@@ -152,8 +160,8 @@ int64_t engine_op_count(const struct engine *e, int id);
 
 /* Fill `out` (engine_init'ed on `full`, not run) with the run of `full` as
  * `e` simulated it with periods left out: every op's start and end, the
- * memory peaks and, when e recorded it, the memory log, expanded from the
- * periods. `full` must be the graph `e->g` stands for (its streams in the
+ * memory peaks and, when e recorded them, the memory log and (when `out`
+ * asks, record_released) released_by, expanded from the periods. `full` must be the graph `e->g` stands for (its streams in the
  * same order, with the left-out periods in place), which is checked op by
  * op (kind, duration): MP_ERR_INTERNAL when it is not. */
 int engine_expand(const struct engine *e, struct engine *out, struct mp_error *err);

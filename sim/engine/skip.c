@@ -500,9 +500,32 @@ mp_time skip_inserted_last_end(const struct engine *e)
     return last;
 }
 
+/* The op of `full` whose end let the op at position i of stream s start:
+ * graph op rid's releaser as many periods ahead as that op is (the state
+ * repeats, so the releaser of a copy is the copy of the releaser). */
+static int32_t released_in_full(const struct engine *e, const struct taskgraph *full, int rid,
+                                int s, int64_t i)
+{
+    int u = e->released_by[rid];
+    if (u < 0) return -1;
+    struct engine_fop f = engine_full_op(e, s, i);
+    int64_t ahead = f.ahead;
+    int su = stream_of(e->g, u);
+    int64_t q = engine_skipped_periods(e) ? e->skip->pos[u] + ahead * e->skip->p->len[su]
+                                          : -1;
+    if (q < 0) { /* no jump: the same graph */
+        for (int j = e->g->stream_off[su]; j < e->g->stream_off[su + 1]; j++)
+            if (e->g->stream_ops[j] == u) q = j - e->g->stream_off[su];
+    }
+    return full->stream_ops[full->stream_off[su] + q];
+}
+
 int engine_expand(const struct engine *e, struct engine *out, struct mp_error *err)
 {
     const struct taskgraph *g = e->g, *full = out->g;
+    if (e->released_by && out->record_released && !out->released_by)
+        out->released_by = mp_xmalloc((size_t)(full->n_ops ? full->n_ops : 1) *
+                                      sizeof *out->released_by);
     if (full->n_chips != g->n_chips)
         return mp_fail(err, MP_ERR_INTERNAL, "engine_expand: %d chips, the run had %d",
                        full->n_chips, g->n_chips);
@@ -516,6 +539,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
             mp_time shift;
             int rid = engine_stream_op(e, s, i, &shift);
             int fid = full->stream_ops[full->stream_off[s] + i];
+            if (out->released_by) out->released_by[fid] = released_in_full(e, full, rid, s, i);
             const struct op *a = &g->ops[rid], *b = &full->ops[fid];
             if (a->kind != b->kind || a->duration != b->duration)
                 return mp_fail(err, MP_ERR_INTERNAL, "engine_expand: op %lld of stream %d differs "

@@ -35,8 +35,8 @@ enum op_tag {
 };
 
 /* Which parallelism a communication op serves, for the step accounting
- * (sim/train/step_split.h); the engine ignores it. COMM_CP is context
- * parallelism's (no strategy emits it yet; the accounting has its column).
+ * (sim/train/step_split.h); the engine ignores it. COMM_CP: context
+ * parallelism's K/V ring and all-to-alls (sim/strategy/context.h).
  * COMM_HOST: copies to and from host memory (training.offload). */
 enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, COMM_HOST, N_COMM_KINDS };
 
@@ -158,6 +158,6 @@ void tg_finalize(struct taskgraph *g);
 const char *tg_tag_name(enum op_tag tag);
 const char *tg_mem_cat_name(enum mem_cat cat);
 const char *tg_stream_name(enum stream_kind s);
-const char *tg_comm_name(enum comm_kind c); /* "tp", "pp", "dp", "ep", "none" */
+const char *tg_comm_name(enum comm_kind c); /* "tp", "pp", "dp", "ep", "cp", "none" */
 
 #endif

@@ -286,9 +286,12 @@ void explain_print(FILE *f, const struct explain *x, int top)
     const struct config *c = &x->cfg;
     const struct sim *s = x->sim;
     char t[32];
-    fprintf(f, "scenario    %s: %s, tp %d × pp %d × dp %d = %d × %s, %s, %d microbatches of %d\n",
+    /* context (issue 17): the CP degree in the product when there is one */
+    char cp[32] = "";
+    if (c->parallel.cp > 1) snprintf(cp, sizeof cp, " × cp %d", c->parallel.cp);
+    fprintf(f, "scenario    %s: %s, tp %d%s × pp %d × dp %d = %d × %s, %s, %d microbatches of %d\n",
             c->name[0] ? c->name : "(defaults)", s->has_model ? s->model.name : "synthetic",
-            c->parallel.tp, c->parallel.pp, c->parallel.dp, x->base.chips, x->chip,
+            c->parallel.tp, cp, c->parallel.pp, c->parallel.dp, x->base.chips, x->chip,
             c->training.schedule, x->microbatches, c->training.micro_batch);
     units_format_duration(x->base.step, t, sizeof t);
     fprintf(f, "step time   %s%s; peak memory %.2f GB of %.2f GB\n", t,

@@ -121,7 +121,7 @@ static bool fixes_allow(const struct fix *f, int n, const struct config *c)
 /* A layout past the rules and the memory bound: its keys, its bounds, and
  * what the bound promises for the ranking metric (`hope`). */
 struct cand {
-    int tp, pp, dp, ep, vpp, mb, rec, zero, off, batch;
+    int tp, cp, pp, dp, ep, vpp, mb, rec, zero, off, batch;
     bool sp, ov;
     int sched;               /* index in schedule_kinds */
     int order;               /* enumeration order */
@@ -140,6 +140,7 @@ static void layout(const struct config *base, const struct cand *c, struct confi
 {
     *cfg = *base;
     cfg->parallel.tp = c->tp;
+    cfg->parallel.cp = c->cp;
     cfg->parallel.pp = c->pp;
     cfg->parallel.dp = c->dp;
     cfg->parallel.ep = c->ep;
@@ -159,7 +160,7 @@ enum { WHY_BATCH, WHY_RULES, WHY_MEMORY, WHY_HOST, WHY_SIMULATED };
 
 /* Layer tables (sim_layer_table) by the keys they depend on. */
 struct table {
-    int tp, mb, rec;
+    int tp, cp, mb, rec;
     bool sp;
     double *v; /* [2 × layers]: params, then stash */
 };
@@ -213,8 +214,9 @@ static void consider(struct enum_ctx *x, struct cand c)
     c.batch = gb / unit * unit;
     cfg->training.global_batch = c.batch;
     const struct schedule_kind *kind = schedule_kinds[c.sched];
+    const struct config_int_list *sl = &x->base->parallel.stage_layers;
     struct pipe_shape shape = { .devices = c.pp, .microbatches = c.batch / unit, .chunks = c.vpp,
-                                .layers = x->m->decoders };
+                                .layers = x->m->decoders, .device_layers = sl->n ? sl->v : NULL };
     struct mp_error e;
     if (c.pp * c.vpp > x->m->decoders) {
         res->rule_pruned++;
@@ -229,13 +231,14 @@ static void consider(struct enum_ctx *x, struct cand c)
         return;
     }
     int t = 0;
-    while (t < x->n_tables && !(x->tables[t].tp == c.tp && x->tables[t].mb == c.mb &&
-                                x->tables[t].rec == c.rec && x->tables[t].sp == c.sp))
+    while (t < x->n_tables && !(x->tables[t].tp == c.tp && x->tables[t].cp == c.cp &&
+                                x->tables[t].mb == c.mb && x->tables[t].rec == c.rec &&
+                                x->tables[t].sp == c.sp))
         t++;
     if (t == x->n_tables) {
         MP_GROW(x->tables, x->cap_tables, x->n_tables + 1);
         struct table *tb = &x->tables[x->n_tables++];
-        *tb = (struct table){ .tp = c.tp, .mb = c.mb, .rec = c.rec, .sp = c.sp,
+        *tb = (struct table){ .tp = c.tp, .cp = c.cp, .mb = c.mb, .rec = c.rec, .sp = c.sp,
                               .v = mp_xmalloc(2 * (size_t)x->m->n_layers * sizeof *tb->v) };
         sim_layer_table(cfg, x->m, tb->v, tb->v + x->m->n_layers);
     }
@@ -243,9 +246,11 @@ static void consider(struct enum_ctx *x, struct cand c)
     sim_memory_bound(cfg, x->m, x->sys->chips_per_node, tv, tv + x->m->n_layers, &c.mem, &c.host);
     if (c.mem > x->sys->chip.mem_bytes) {
         res->mem_pruned++;
-        snprintf(why, sizeof why, "memory bound %.1f GB per chip > %.1f GB (tp %d pp %d dp %d "
-                 "mb %d %s, recompute %d, zero %d)", c.mem / 1e9, x->sys->chip.mem_bytes / 1e9,
-                 c.tp, c.pp, c.dp, c.mb, kind->name, c.rec, c.zero);
+        res->mem_pruned_nocp += c.cp == 1;
+        snprintf(why, sizeof why, "memory bound %.1f GB per chip > %.1f GB (tp %d cp %d pp %d "
+                 "dp %d mb %d %s, recompute %d, zero %d)", c.mem / 1e9,
+                 x->sys->chip.mem_bytes / 1e9, c.tp, c.cp, c.pp, c.dp, c.mb, kind->name, c.rec,
+                 c.zero);
         note(res, WHY_MEMORY, why);
         return;
     }
@@ -294,24 +299,61 @@ static void enum_tail(struct enum_ctx *x, struct cand c)
     }
 }
 
+/* ---- context parallelism (branch context, issue 17) -------------------- */
+
+/* The largest cp tried: --max-cp, else the largest power of two leaving
+ * each CP rank at least 8192 tokens (Llama 3 405B's 131,072-token run used
+ * CP 16, i.e. 8192 per rank: shorter shares are an assumption not to be
+ * worth their K/V traffic), so short sequences search as before. */
+static int max_cp(const struct search_options *opt, const struct config *base)
+{
+    if (opt->max_cp > 0) return opt->max_cp;
+    int cp = 1;
+    while ((long long)base->model.seq_len / (2 * cp) >= 8192) cp *= 2;
+    return cp;
+}
+
+/* Whether cp fits the sequence and the heads (config_check and context.c
+ * refuse the rest, so they are not enumerated). */
+static bool cp_allowed(const struct config *base, const struct model *m, int tp, int cp)
+{
+    if (cp == 1) return true;
+    int kind = base->parallel.cp_kind;
+    long long s = base->model.seq_len;
+    if (s % (kind == CP_ULYSSES ? cp : 2 * cp) != 0) return false;
+    if (kind == CP_ULYSSES && (m->heads / tp) % cp != 0) return false;
+    if (kind == CP_HYBRID && base->parallel.cp_ulysses && cp % base->parallel.cp_ulysses) return false;
+    for (int l = 0; l < m->n_layers; l++) {
+        enum mixer_kind k = m->layer[l].mixer;
+        if (m->layer[l].kind == LAYER_DECODER && k != MIXER_NONE && k != MIXER_ATTENTION &&
+            k != MIXER_MLA)
+            return false; /* context.c refuses recurrent and windowed mixers */
+    }
+    return true;
+}
+
+/* cp × tp × pp × dp = N; parallel.stage_layers fixes pp (issue 17). */
 static void enumerate(struct enum_ctx *x)
 {
     const struct model *m = x->m;
     int N = x->opt->chips;
     int max_mb = x->opt->max_micro_batch > 0 ? x->opt->max_micro_batch : 8;
+    int fixed_pp = x->base->parallel.stage_layers.n;
     for (int tp = 1; tp <= N && tp <= x->sys->chips_per_node; tp *= 2) {
         if (N % tp || (m->heads && m->heads % tp) || (m->kv_heads && m->kv_heads % tp && tp > m->kv_heads))
             continue;
-        for (int pp = 1; pp <= N / tp && pp <= m->decoders; pp++) {
-            if ((N / tp) % pp) continue;
-            int dp = N / tp / pp;
-            for (int ep = 1; ep <= dp; ep *= 2) {
-                if (ep > 1 && (!m->experts || m->experts % ep || dp % ep)) break;
-                /* parallel.cp (context parallelism, branch 17) splits here
-                 * once the key exists: a loop over cp dividing dp. */
-                for (int mb = 1; mb <= max_mb; mb++) {
-                    struct cand c = { .tp = tp, .pp = pp, .dp = dp, .ep = ep, .mb = mb };
-                    enum_tail(x, c);
+        for (int cp = 1; cp <= max_cp(x->opt, x->base) && cp <= N / tp; cp *= 2) {
+            if ((N / tp) % cp || !cp_allowed(x->base, m, tp, cp)) continue;
+            for (int pp = 1; pp <= N / tp / cp && pp <= m->decoders; pp++) {
+                if ((N / tp / cp) % pp || (fixed_pp && pp != fixed_pp)) continue;
+                int dp = N / tp / cp / pp;
+                for (int ep = 1; ep <= dp; ep *= 2) {
+                    if (ep > 1 && (!m->experts || m->experts % ep || dp % ep)) break;
+                    for (int mb = 1; mb <= max_mb; mb++) {
+                        struct cand c = { .tp = tp, .cp = cp, .pp = pp, .dp = dp, .ep = ep,
+                                          .mb = mb };
+                        enum_tail(x, c);
+                    }
                 }
             }
         }
@@ -334,7 +376,7 @@ static double hope(const char *metric, const struct cand *c, const struct config
     if (!strcmp(metric, "tokens_per_s")) return s > 0 ? tokens / s : INFINITY;
     if (!strcmp(metric, "peak_mem_bytes")) return c->mem;
     if (!strcmp(metric, "bubble")) return 0; /* no bound: every layout could reach 0 */
-    int chips = c->tp * c->pp * c->dp;
+    int chips = c->tp * c->cp * c->pp * c->dp;
     if (!strcmp(metric, "mfu")) {
         double peak = base->model.weight_bits <= 8 && sys->chip.peak_fp8 > 0 ? sys->chip.peak_fp8
                                                                             : sys->chip.peak_bf16;
@@ -398,7 +440,7 @@ static void fill_hit(struct search_hit *h, const struct cand *c, const struct si
                      const struct mp_error *err, const char *metric)
 {
     memset(h, 0, sizeof *h);
-    h->tp = c->tp, h->pp = c->pp, h->dp = c->dp, h->ep = c->ep, h->vpp = c->vpp;
+    h->tp = c->tp, h->cp = c->cp, h->pp = c->pp, h->dp = c->dp, h->ep = c->ep, h->vpp = c->vpp;
     h->micro_batch = c->mb, h->recompute = c->rec, h->zero = c->zero, h->offload = c->off;
     h->sp = c->sp, h->tp_overlap = c->ov, h->global_batch = c->batch;
     snprintf(h->schedule, sizeof h->schedule, "%.31s", schedule_kinds[c->sched]->name);
@@ -450,8 +492,7 @@ static char *csv_row(const struct config *cfg, const struct sim *s, int rc,
         p += len;
         if (*p) p++;
     }
-    char *tail = sweep_row_tail(s, rc, err,
-                                cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp);
+    char *tail = sweep_row_tail(s, rc, err, (int)config_chips(cfg));
     char *row = mp_xmalloc(strlen(keys) + strlen(tail) + 1);
     strcpy(row, keys);
     strcat(row, tail);
@@ -608,6 +649,11 @@ static int check_options(const struct search_options *opt, const struct config *
                        opt->simulate);
     if (opt->batch_policy != SEARCH_BATCH_EXACT && opt->batch_policy != SEARCH_BATCH_ROUND_DOWN)
         return mp_fail(err, MP_ERR_INPUT, "--batch-policy: expected exact or round-down");
+    if (base->parallel.stage_layers.n && opt->chips % base->parallel.stage_layers.n)
+        /* stage_layers fixes pp; its sum is checked against the model below. */
+        return mp_fail(err, MP_ERR_INPUT, "--chips %d: parallel.stage_layers fixes parallel.pp = "
+                       "%d, which does not divide the chips (expected cp × tp × pp × dp = chips)",
+                       opt->chips, base->parallel.stage_layers.n);
     if (base->model.kind != MODEL_TRANSFORMER)
         return mp_fail(err, MP_ERR_INPUT, "search: needs a transformer model (model.kind = "
                        "transformer and model.config), not a synthetic one");
@@ -698,6 +744,22 @@ int search_run(const struct config *base, const struct search_options *opt,
             remove(partial);
         }
         return rc;
+    }
+    const struct config_int_list *sl = &base->parallel.stage_layers;
+    if (sl->n) {
+        long long sum = 0;
+        for (int i = 0; i < sl->n; i++) sum += sl->v[i];
+        if (sum != sh.m.decoders) {
+            rc = mp_fail(err, MP_ERR_INPUT, "key parallel.stage_layers adds up to %lld decoder "
+                         "layers, but model %s has %d", sum, sh.m.name, sh.m.decoders);
+            shared_release(&sh);
+            free_fixes(fix, n_fix);
+            if (out) {
+                fclose(out);
+                remove(partial);
+            }
+            return rc;
+        }
     }
     res->capacity = sh.sys.chip.mem_bytes;
     res->host_tier = sh.sys.host.present;
@@ -859,6 +921,23 @@ static const char *offload_name(int o)
     return o >= 0 && o <= OFFLOAD_ALL ? names[o] : "?";
 }
 
+/* context (issue 17): when the best layout has CP and no layout without
+ * it fits, CP is what made the context fit; say so, with the counts. */
+static void print_cp_fit(FILE *f, const struct search_result *res)
+{
+    if (res->n_hits == 0 || !res->hit[0].feasible || res->hit[0].cp <= 1) return;
+    int fit_nocp = 0, tried_nocp = 0;
+    for (int i = 0; i < res->n_hits; i++) {
+        if (res->hit[i].cp > 1) continue;
+        tried_nocp++;
+        fit_nocp += res->hit[i].feasible;
+    }
+    if (fit_nocp) return;
+    fprintf(f, "\ncontext parallelism is what made this fit: no layout without CP fits (%d "
+               "simulated did not, %lld more pruned by the memory bound before any ran); the "
+               "best has cp = %d\n", tried_nocp, res->mem_pruned_nocp, res->hit[0].cp);
+}
+
 void search_print(FILE *f, const struct search_result *res, const struct search_options *opt,
                   int top)
 {
@@ -868,8 +947,13 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
                "op, bound = closed form only):\n",
             top < res->feasible ? top : (int)res->feasible, res->feasible, opt->chips, res->chip,
             metric);
-    fprintf(f, "%4s %3s %3s %5s %3s %3s %3s %2s %2s %-11s %-4s %4s %-5s", "rank", "tp", "pp",
-            "dp", "ep", "vpp", "mb", "sp", "ov", "schedule", "rec", "zero", "offl");
+    /* context (issue 17): a cp column once any layout has CP */
+    bool any_cp = false;
+    for (int i = 0; i < res->n_hits; i++) any_cp |= res->hit[i].cp > 1;
+    fprintf(f, "%4s %3s ", "rank", "tp");
+    if (any_cp) fprintf(f, "%3s ", "cp");
+    fprintf(f, "%3s %5s %3s %3s %3s %2s %2s %-11s %-4s %4s %-5s", "pp", "dp", "ep", "vpp", "mb",
+            "sp", "ov", "schedule", "rec", "zero", "offl");
     if (round) fprintf(f, " %6s", "batch");
     fprintf(f, " %10s %10s %12s %6s %7s %8s %8s %5s\n", "step_s", "bound_s", "tokens/s", "MFU%",
             "bubble", "peak_GB", "$/Mtok", "src");
@@ -879,9 +963,11 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
         if (h->simulated && !h->feasible) continue;
         if (!h->simulated && shown < res->feasible) continue;
         shown++;
-        fprintf(f, "%4d %3d %3d %5d %3d %3d %3d %2s %2s %-11s %-4s %4d %-5s", shown, h->tp, h->pp,
-                h->dp, h->ep, h->vpp, h->micro_batch, h->sp ? "y" : "n", h->tp_overlap ? "y" : "n",
-                h->schedule, recompute_name(h->recompute), h->zero, offload_name(h->offload));
+        fprintf(f, "%4d %3d ", shown, h->tp);
+        if (any_cp) fprintf(f, "%3d ", h->cp);
+        fprintf(f, "%3d %5d %3d %3d %3d %2s %2s %-11s %-4s %4d %-5s", h->pp, h->dp, h->ep, h->vpp,
+                h->micro_batch, h->sp ? "y" : "n", h->tp_overlap ? "y" : "n", h->schedule,
+                recompute_name(h->recompute), h->zero, offload_name(h->offload));
         if (round) fprintf(f, " %6d", h->global_batch);
         if (h->simulated)
             fprintf(f, " %10.4f %10.4f %12.6g %6.2f %7.4f %8.2f %8.4g %5s\n", h->step_s,
@@ -891,6 +977,7 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
             fprintf(f, " %10s %10.4f %12s %6s %7s %8s %8s %5s\n", "-", h->bound_step_s, "-", "-",
                     "-", "-", "-", "bound");
     }
+    print_cp_fit(f, res);
     long long simulated_fail = res->simulated - res->feasible;
     fprintf(f, "\n%lld layouts enumerated: %lld excluded by --fix, %lld duplicates, %lld where "
                "the batch does not split (%s), %lld refused by schedule rules, %lld cannot fit "

@@ -4,8 +4,10 @@
  *
  * Given a scenario (model, system, global batch) and a chip count, search
  * enumerates every layout the runner knows: tp (a power of two within one
- * node that divides the attention heads), pp (dividing the chips left, at
- * most the layers), dp (the rest), ep (MoE models: a power of two dividing
+ * node that divides the attention heads), cp (powers of two the sequence
+ * allows, up to max_cp), pp (dividing the chips left, at most the layers;
+ * the length of parallel.stage_layers when the scenario gives it), dp (the
+ * rest: cp × tp × pp × dp = chips), ep (MoE models: a power of two dividing
  * dp and the experts), micro_batch (up to a cap), schedule (the registered
  * ones asked for), vpp (every divisor of the layers per stage the
  * interleaved schedule allows, up to a cap), sp and tp_overlap (with tp >
@@ -40,6 +42,9 @@ struct search_options {
     int jobs;             /* threads; ≤ 0: the online cores */
     int max_micro_batch;  /* largest micro_batch tried (0: 8) */
     int max_vpp;          /* largest vpp for interleaved schedules (0: 8) */
+    /* Largest context-parallel degree tried, powers of two (0: the largest
+     * leaving each CP rank 8192 tokens or more; 1 for short sequences). */
+    int max_cp;
     const char *schedules;/* comma-separated; NULL: "1f1b,interleaved,zb-h1,zb-h2,gpipe" */
     const char *metric;   /* ranking: a sweep metric column (NULL: tokens_per_s) */
     double token_budget;  /* for the cost figures (0: 1T) */
@@ -58,16 +63,16 @@ struct search_options {
 };
 
 /* The layout keys search varies (and --fix accepts), as dotted names; the
- * key columns of `search --out` are these and training.global_batch.
- * (parallel.cp joins them once the key exists.) */
+ * key columns of `search --out` are these and training.global_batch. */
 #define SEARCH_KEYS                                                            \
-    "parallel.tp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,"            \
+    "parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp," \
     "parallel.sp,parallel.tp_overlap,training.micro_batch,training.schedule,"  \
     "training.recompute,training.zero,training.offload"
 
 /* One layout that got past tier one. */
 struct search_hit {
     int tp, pp, dp, ep, vpp, micro_batch, recompute, zero, offload, global_batch;
+    int cp;               /* context-parallel degree */
     bool sp, tp_overlap;
     char schedule[32];
     bool simulated;       /* figures below from the simulation; else from the bound */
@@ -89,6 +94,7 @@ struct search_result {
     long long batch_pruned; /* the global batch does not split over dp × micro_batch */
     long long rule_pruned;  /* refused by the schedule's rules (or offload's) */
     long long mem_pruned;   /* memory lower bound above a chip's capacity */
+    long long mem_pruned_nocp; /* of those, layouts without context parallelism */
     long long host_pruned;  /* host memory lower bound above a node's (offload) */
     long long bounded;      /* past tier one, with a step-time bound */
     long long simulated;    /* simulated op by op */

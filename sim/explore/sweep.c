@@ -281,7 +281,7 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     struct mp_error err = { 0 };
     int rc = sweep_grid_config(g, base, index, &cfg, &err);
     if (g->chips > 0) {
-        /* The derived degree; empty when tp × pp does not divide --chips. */
+        /* The derived degree; empty when tp × cp × pp does not divide --chips. */
         if (rc == MP_OK) sb_add(&b, "%d", cfg.parallel.dp);
         sb_add(&b, ",");
     }
@@ -293,7 +293,7 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     }
     struct sim_options so = { .token_budget = opt->token_budget };
     if (!rc) rc = sim_run(s, &cfg, &so, &err);
-    sb_tail(&b, s, rc, &err, g->chips > 0 ? g->chips : cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp);
+    sb_tail(&b, s, rc, &err, g->chips > 0 ? g->chips : (int)config_chips(&cfg)); /* tp × cp × pp × dp (issue 17) */
     if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;

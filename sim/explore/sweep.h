@@ -69,8 +69,8 @@ struct sweep_grid {
     int n_axes;
     long long n_points;      /* product of the axes' sizes */
     /* `--chips N` (sweep_grid_fix_chips): every point runs on N chips, its
-     * parallel.dp = N / (tp × pp), written as a `parallel.dp` column after
-     * the varied keys; a point whose tp × pp does not divide N is a row
+     * parallel.dp = N / (tp × cp × pp), written as a `parallel.dp` column after
+     * the varied keys; a point whose tp × cp × pp does not divide N is a row
      * with feasible = false and the reason. 0: not fixed. */
     int chips;
 };
@@ -96,7 +96,7 @@ int sweep_expand(const struct config_key *key, const char *list, char ***values,
 
 /* Hold the chip count at `chips` (`--chips N`, grid above): MP_ERR_INPUT
  * when parallel.dp is varied, when `base` is a serving scenario, or when no
- * point of the grid has a tp × pp dividing `chips` (the message lists the
+ * point of the grid has a tp × cp × pp dividing `chips` (the message lists the
  * products the grid has). Call after the last sweep_grid_add. */
 int sweep_grid_fix_chips(struct sweep_grid *g, const struct config *base, int chips,
                          struct mp_error *err);
@@ -105,7 +105,7 @@ int sweep_grid_fix_chips(struct sweep_grid *g, const struct config *base, int ch
 void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
 
 /* `base` with point `index`'s values set (and parallel.dp derived when the
- * grid holds the chip count; MP_ERR_INPUT naming --chips when tp × pp does
+ * grid holds the chip count; MP_ERR_INPUT naming --chips when tp × cp × pp does
  * not divide it, `out` then has the varied values). */
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
                       struct config *out, struct mp_error *err);

@@ -373,6 +373,33 @@ static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, i
     fputc('\n', f);
 }
 
+/* Context parallelism (branch context, issue 17): when the best row has
+ * parallel.cp > 1 among the varied keys and the row equal to it but for
+ * cp = 1 is infeasible, CP is what made the context fit: say so, with that
+ * row's reason and the smallest cp that fits. */
+static void print_cp_fit(FILE *f, const struct sweep_table *t, int varied, int best)
+{
+    int a = -1;
+    for (int k = 0; k < varied; k++)
+        if (!strcmp(t->col[k], "parallel.cp")) a = k;
+    if (a < 0 || !(sweep_table_num(t, best, a) > 1)) return;
+    int none = -1, least = -1, cr = sweep_table_col(t, "reason");
+    for (int i = 0; i < t->n_rows; i++) {
+        int k = 0;
+        while (k < varied && (k == a || !strcmp(t->cell[i][k], t->cell[best][k]))) k++;
+        if (k < varied) continue;
+        double c = sweep_table_num(t, i, a);
+        if (c == 1) none = i;
+        else if (sweep_table_feasible(t, i) && (least < 0 || c < sweep_table_num(t, least, a)))
+            least = i;
+    }
+    if (none < 0 || sweep_table_feasible(t, none)) return;
+    const char *why = cr >= 0 ? t->cell[none][cr] : "";
+    fprintf(f, "\ncontext parallelism is what made the best fit: with the same other keys, "
+               "parallel.cp = 1 is infeasible (%.160s%s); the least that fits is parallel.cp = "
+               "%s\n", why, strlen(why) > 160 ? "..." : "", t->cell[least][a]);
+}
+
 int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const char *metric,
                      int top, struct mp_error *err)
 {
@@ -417,6 +444,7 @@ int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const cha
             shown++;
         }
     if (!shown) fprintf(f, "  (none: no key has another value in the grid)\n");
+    print_cp_fit(f, t, varied, b);
     free(r);
     return MP_OK;
 }

@@ -226,6 +226,10 @@ static void describe(const struct config_key *k, char *buf, size_t size)
         snprintf(buf, size, "a count of microbatch activations from %g to %g (such as 8) or "
                  "a size with a unit (such as 40GB or 16GiB)", k->min, k->max);
         break;
+    case CONFIG_INT_LIST:
+        snprintf(buf, size, "'%s' or a comma list of at most %d whole numbers from %g to %g "
+                 "(such as 7,8,8,7)", k->fallback, CONFIG_LIST_MAX, k->min, k->max);
+        break;
     case CONFIG_ENUM:
         snprintf(buf, size, "one of ");
         for (const char *c = k->choices; *c; c++)
@@ -285,6 +289,35 @@ static void format_double(double v, char *buf, size_t size)
         snprintf(buf, size, "%.*g", prec, v);
         if (strtod(buf, NULL) == v) return;
     }
+}
+
+/* "7,8,8,7" into `out`, each entry in [lo, hi]; the key's own word for
+ * none (its fallback, "even") gives n = 0. -1 when malformed. */
+static int parse_int_list(const char *text, const char *none, double lo, double hi,
+                          struct config_int_list *out)
+{
+    if (strcasecmp(text, none) == 0) {
+        out->n = 0;
+        return 0;
+    }
+    struct config_int_list l = { 0 };
+    const char *p = text;
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        size_t len = strcspn(p, ",");
+        char one[32];
+        if (len == 0 || len >= sizeof one || l.n == CONFIG_LIST_MAX) return -1;
+        memcpy(one, p, len);
+        one[len] = '\0';
+        long long v;
+        if (units_parse_int(one, (long long)lo, (long long)hi, &v)) return -1;
+        l.v[l.n++] = (int)v;
+        p += len;
+        if (!*p) break;
+        p++; /* the comma: another entry must follow */
+    }
+    *out = l;
+    return 0;
 }
 
 const struct config_key *config_find_key(const char *name)
@@ -373,6 +406,10 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
             if (ok) *(int *)p = i;
             break;
         }
+        case CONFIG_INT_LIST:
+            ok = parse_int_list(text, k->fallback, k->min, k->max,
+                                (struct config_int_list *)p) == 0;
+            break;
         }
     }
     if (ok) {
@@ -474,6 +511,13 @@ void config_format_value(const struct config *cfg, const struct config_key *k, c
         if (a->bytes) append(buf, size, "B");
         break;
     }
+    case CONFIG_INT_LIST: {
+        const struct config_int_list *l = p;
+        if (size) buf[0] = '\0';
+        if (l->n == 0) append(buf, size, "%s", k->fallback);
+        for (int i = 0; i < l->n; i++) append(buf, size, "%s%d", i ? "," : "", l->v[i]);
+        break;
+    }
     }
 }
 
@@ -499,6 +543,10 @@ int config_check_keys(const struct config *cfg, struct mp_error *err)
             ok = isfinite(a->value) && a->value >= 0 && (a->bytes || a->value <= k->max);
         } else if (k->type == CONFIG_STRING) {
             ok = *(const char *)p != '\0';
+        } else if (k->type == CONFIG_INT_LIST) {
+            const struct config_int_list *l = p;
+            ok = l->n >= 0 && l->n <= CONFIG_LIST_MAX;
+            for (int i = 0; ok && i < l->n; i++) ok = l->v[i] >= k->min && l->v[i] <= k->max;
         }
         if (!ok) {
             char expect[256], value[64];

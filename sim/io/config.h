@@ -36,6 +36,18 @@ struct config_mem_amount {
     bool bytes;   /* value is in bytes (written with a unit), else in M_B */
 };
 
+/* Context parallelism (parallel.cp_kind, sim/strategy/context.h), in the
+ * key table's order. */
+enum cp_kind { CP_RING, CP_ULYSSES, CP_HYBRID };
+
+/* A comma list of whole numbers ("7,8,8,7"), or none (n = 0, written as
+ * the key's word for it, "even"). At most CONFIG_LIST_MAX entries. */
+#define CONFIG_LIST_MAX 256
+struct config_int_list {
+    int n;
+    int v[CONFIG_LIST_MAX];
+};
+
 struct config {
     char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
     char dir[CONFIG_STR];  /* its folder: relative paths resolve here first */
@@ -72,6 +84,14 @@ struct config {
         bool sp;
         bool tsp;           /* TP and SP folded on one axis of degree tp (cases.md §2) */
         bool tp_overlap;    /* backward TP all-reduce overlaps the weight-grad GEMMs */
+        /* Context parallelism (branch context, issue 17): the sequence split
+         * over cp ranks (sim/strategy/context.h); chips = tp × cp × pp × dp. */
+        int cp;             /* degree */
+        int cp_kind;        /* enum cp_kind: ring | ulysses | hybrid */
+        int cp_ulysses;     /* hybrid: the all-to-all degree (0 = the CP ranks in one node) */
+        /* Decoder layers per pipeline stage (n = 0: even split); with
+         * chunks (vpp, V schedules) a stage's layers split over them. */
+        struct config_int_list stage_layers;
     } parallel;
 
     struct {
@@ -157,6 +177,8 @@ enum config_type {
     CONFIG_STRING,   /* char[CONFIG_STR] or smaller, see `size` */
     CONFIG_ENUM,     /* int, one of `choices` ("none|selective|full") */
     CONFIG_MEM_AMOUNT, /* struct config_mem_amount: "8" (× M_B, in min..max) or "40GB" */
+    CONFIG_INT_LIST, /* struct config_int_list: `fallback`'s word (n = 0) or "7,8,8,7",
+                        each entry in min..max */
 };
 
 struct config_key {
@@ -216,5 +238,9 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
 /* Number of microbatches each pipeline sees per step:
  * global_batch / (micro_batch × dp). */
 int config_microbatches(const struct config *cfg);
+
+/* Chips of the layout: tp × cp × pp × dp (context parallelism multiplies
+ * the count; its ranks share each sequence, not the batch). */
+long long config_chips(const struct config *cfg);
 
 #endif

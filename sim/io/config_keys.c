@@ -68,6 +68,20 @@ const struct config_key config_keys[] = {
         "fold tensor and sequence parallelism on one axis of degree parallel.tp (TSP)"),
     KEY("parallel.tp_overlap", CONFIG_BOOL, parallel.tp_overlap, "false", NULL, 1, 0,
         "overlap the backward TP all-reduce with the weight-gradient GEMMs (Megatron)"),
+    /* Context parallelism and uneven stages (branch context, issue 17;
+     * sim/strategy/context.h, docs/context_parallel.md). */
+    /* 65536: a ring's pass has 2·cp + 4 segments per layer; published runs
+     * use tens to hundreds (1M tokens on 1,024 ranks is 1K tokens each). */
+    KEY("parallel.cp", CONFIG_INT, parallel.cp, "1", NULL, 1, 65536,
+        "context-parallel degree: each sequence split over cp ranks (chips = tp × cp × pp × dp)"),
+    KEY("parallel.cp_kind", CONFIG_ENUM, parallel.cp_kind, "ring", "ring|ulysses|hybrid", 1, 0,
+        "how CP ranks get the rest of the sequence's keys and values: ring (Megatron-Core's "
+        "K/V ring), ulysses (all-to-all to head-sharded, DeepSpeed), hybrid (a2a in a node, ring across)"),
+    KEY("parallel.cp_ulysses", CONFIG_INT, parallel.cp_ulysses, "0", NULL, 0, CONFIG_DEGREE_MAX,
+        "hybrid CP: the all-to-all degree (a divisor of parallel.cp); 0 = the CP ranks of one node"),
+    KEY("parallel.stage_layers", CONFIG_INT_LIST, parallel.stage_layers, "even", NULL, 1, 100000,
+        "decoder layers per pipeline stage, a comma list of parallel.pp entries (7,8,8,7); "
+        "even = split evenly; with vpp or V schedules a stage's layers split over its chunks"),
     KEY("training.global_batch", CONFIG_INT, training.global_batch, "8", NULL, 1,
         INT_MAX, "sequences per step, over all data-parallel replicas"),
     KEY("training.micro_batch", CONFIG_INT, training.micro_batch, "1", NULL, 1, INT_MAX,

@@ -7,6 +7,7 @@
  * request times into metrics (quantiles with gsl_sort + gsl_stats). */
 #include "serve_impl.h"
 
+#include <assert.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -162,6 +163,8 @@ static void form(struct serve *s, int k)
     }
 }
 
+static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end);
+
 static void start_stage(struct serve *s, int st, mp_time now)
 {
     if (s->stage_busy[st] || s->sq_n[st] == 0) return;
@@ -175,19 +178,7 @@ static void start_stage(struct serve *s, int st, mp_time now)
     rep->busy += d;
     rep->passes++;
     s->stage_busy[st] = true;
-    if (s->rec) { /* who is in the pass, for the timeline's label and kind */
-        struct serve_pass_rec p = { now, now + d, st, k, 0, 0, 0 };
-        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
-        for (int i = 0; i < sl->n; i++) {
-            const struct serve_request *r = &s->req[mem[i]];
-            if (r->chunk == 0) continue;
-            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
-            else p.decode++;
-        }
-        struct serve_record *rc = s->rec;
-        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
-        rc->pass[rc->n_pass++] = p;
-    }
+    if (s->rec) record_pass(s, st, k, now, now + d);
     schedule(s, now + d, EV_STAGE_DONE, k);
 }
 
@@ -268,12 +259,67 @@ void serve_emit(struct serve *s, int k, mp_time now)
     if (freed) kv_log(s, now);
 }
 
-static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot,
-                       double bytes)
+static struct serve_stage_rec *rec_stage(struct serve *s, int st)
 {
     struct serve_record *rc = s->rec;
-    MP_GROW(rc->hop, rc->cap_hop, rc->n_hop + 1);
-    rc->hop[rc->n_hop++] = (struct serve_hop_rec){ start, end, st, slot, bytes };
+    if (!rc->stage) {
+        rc->stage = mp_xcalloc((size_t)s->stages, sizeof *rc->stage);
+        rc->slot_pass = mp_xcalloc((size_t)s->slots, sizeof *rc->slot_pass);
+    }
+    return &rc->stage[st];
+}
+
+/* Slot k's pass starts on stage st over [start, end]. At stage 0 it is a
+ * new pass: who is in it, for the timeline's label and kind. */
+static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end)
+{
+    struct serve_record *rc = s->rec;
+    struct serve_stage_rec *sr = rec_stage(s, st);
+    if (st == 0) {
+        const struct serve_slot *sl = &s->slot[k];
+        struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
+                                    .emits = (int)sl->emits, .tokens = sl->tokens };
+        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+        for (int i = 0; i < sl->n; i++) {
+            const struct serve_request *r = &s->req[mem[i]];
+            if (r->chunk == 0) continue;
+            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
+            else p.decode++;
+        }
+        assert(rc->n_pass < UINT32_MAX);
+        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
+        rc->slot_pass[k] = (uint32_t)rc->n_pass;
+        rc->pass[rc->n_pass++] = p;
+    }
+    uint32_t id = rc->slot_pass[k];
+    if (st == s->stages - 1) rc->pass[id].end = end;
+    if (sr->n == sr->cap) {
+        size_t cap = sr->cap ? 2 * sr->cap : 256;
+        sr->start = mp_xrealloc(sr->start, cap * sizeof *sr->start);
+        sr->end = mp_xrealloc(sr->end, cap * sizeof *sr->end);
+        sr->pass = mp_xrealloc(sr->pass, cap * sizeof *sr->pass);
+        sr->cap = cap;
+    }
+    sr->start[sr->n] = start;
+    sr->end[sr->n] = end;
+    sr->pass[sr->n++] = id;
+    rc->n_copies++;
+}
+
+static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot)
+{
+    struct serve_stage_rec *sr = rec_stage(s, st);
+    if (sr->n_hop == sr->cap_hop) {
+        size_t cap = sr->cap_hop ? 2 * sr->cap_hop : 256;
+        sr->hop_start = mp_xrealloc(sr->hop_start, cap * sizeof *sr->hop_start);
+        sr->hop_end = mp_xrealloc(sr->hop_end, cap * sizeof *sr->hop_end);
+        sr->hop_pass = mp_xrealloc(sr->hop_pass, cap * sizeof *sr->hop_pass);
+        sr->cap_hop = cap;
+    }
+    sr->hop_start[sr->n_hop] = start;
+    sr->hop_end[sr->n_hop] = end;
+    sr->hop_pass[sr->n_hop++] = s->rec->slot_pass[slot];
+    s->rec->n_hops++;
 }
 
 static void handle(void *ctx, const struct eventq_event *ev)
@@ -311,15 +357,13 @@ static void handle(void *ctx, const struct eventq_event *ev)
             s->slot[id].stage = st + 1;
             schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
             if (s->rec && s->stages > 1)
-                record_hop(s, start, start + ser + s->hop[st], st, id,
-                           serve_hop_bytes(s, st, s->slot[id].tokens));
+                record_hop(s, start, start + ser + s->hop[st], st, id);
         } else {
             int emits = (int)s->slot[id].emits;
             serve_emit(s, id, now);
             schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
             if (s->rec && s->stages > 1)
-                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id,
-                           serve_hop_bytes(s, st, emits > 0 ? emits : 1));
+                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id);
             serve_wake_idle(s, now); /* memory may have been freed */
         }
         break;
@@ -543,8 +587,18 @@ void serve_release(struct serve *s)
     free(s->res.kv_log);
     free(s->res.stage);
     if (s->rec) {
+        for (int st = 0; s->rec->stage && st < s->stages; st++) {
+            struct serve_stage_rec *sr = &s->rec->stage[st];
+            free(sr->start);
+            free(sr->end);
+            free(sr->pass);
+            free(sr->hop_start);
+            free(sr->hop_end);
+            free(sr->hop_pass);
+        }
+        free(s->rec->stage);
+        free(s->rec->slot_pass);
         free(s->rec->pass);
-        free(s->rec->hop);
         free(s->rec->kv);
         free(s->rec);
     }

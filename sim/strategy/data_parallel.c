@@ -21,11 +21,15 @@ void dp_bytes_per_param(int weight_bits, int zero, int dp, double out[3])
     if (zero >= 3) out[0] /= dp;
 }
 
-/* The simulated DP group of the device's chip: TP rank 1's when there is one. */
+/* The simulated DP group of the device's chip: TP rank 1's when there is one;
+ * with context parallelism and no TP, the DP-CP group listed from CP rank 1
+ * (the same ring, another chip's comm stream). */
 static void group(struct dp_state *st, int device)
 {
     int lane = st->in.chip_of_device[device] + (st->in.tp > 1 ? 1 : 0);
-    for (int r = 0; r < st->in.dp; r++) st->chips[r] = lane + r * st->in.tp;
+    int first = st->in.tp == 1 && st->in.cp > 1 ? 1 : 0;
+    for (int r = 0; r < st->in.dp; r++)
+        st->chips[r] = lane + ((r + first) % st->in.dp) * st->in.tp;
 }
 
 

@@ -57,7 +57,12 @@ struct dp_input {
     const struct stage_cost *stage;  /* [prog->stages]: layer ranges */
     const int *chip_of_device;       /* [devices]: the lane (TP rank 0) */
     const struct system *sys;
-    int tp, dp, zero;
+    /* dp: the chips gradients are reduced and ZeRO shards over. With
+     * context parallelism that is the DP-CP group, parallel.dp ×
+     * parallel.cp chips tp apart (Megatron-Core's distributed optimizer;
+     * FSDP over TorchTitan's dp_shard × cp); `cp` > 1 with tp = 1 puts its
+     * collectives on CP rank 1's comm stream, the lane's carrying CP's ring. */
+    int tp, dp, zero, cp;
     bool overlap;
     double bucket_bytes;
     enum fidelity fidelity;

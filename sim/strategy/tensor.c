@@ -117,7 +117,108 @@ static double attn_share(const struct model *m, int layer, const struct layer_co
     return a < 0.05 ? 0.05 : a > 0.95 ? 0.95 : a;
 }
 
-struct layer_times { mp_time f, b, w, rc; double a, tok_bytes, kv_bytes, w_bytes, router; };
+/* `cp`: the layer's attention core is context-parallel (context.h); f, b
+ * and rc then leave the core out (its pieces come from context_core), and
+ * `post` is the output projection's share of the attention's a·f. */
+struct layer_times {
+    mp_time f, b, w, rc;
+    double a, tok_bytes, kv_bytes, w_bytes, router;
+    bool cp;
+    double post;
+};
+
+/* ---- context parallelism (branch context, issue 17; context.h) ---------- */
+
+/* A context-parallel decoder: the attention core is priced block by block
+ * by context.h, so f, b and rc here are the rest of the layer (projections,
+ * MLP, norms) on the rank's `tok` tokens, its memory-bound traffic without
+ * the scores FlashAttention never writes (context_elementwise_bytes);
+ * selective recompute reruns only the core (its forward pieces, in
+ * megatron_backward). */
+static void cp_layer_times(const struct builder *b, int l, const struct layer_cost *lc,
+                           double gemm, double tok, struct layer_times *t)
+{
+    const struct tensor_input *in = b->in;
+    const struct model *m = in->model;
+    double elem, elem_b;
+    context_elementwise_bytes(m, l, in->cp, &elem, &elem_b);
+    double core = context_core_flops(in->context, l);
+    double f = lc->flops_f - core, bb = lc->flops_b - 2 * core;
+    double rc = in->cp->recompute == RECOMPUTE_FULL ? f : 0;
+    if (f < 0) f = 0;
+    if (bb < 0) bb = 0;
+    t->f = in->op_time(in->op_ctx, f, lc->bytes_f, gemm, elem);
+    mp_time ball = in->op_time(in->op_ctx, bb + rc, lc->bytes_b, gemm, elem_b);
+    t->rc = (mp_time)(rc / (bb + rc + 1e-300) * (double)ball);
+    t->b = ball - t->rc;
+    t->w = in->op_time(in->op_ctx, lc->flops_w, lc->bytes_w, gemm, 0);
+    const struct layer *L = &m->layer[l];
+    double routed = in->cp->ep > 1 ? 0 : (double)m->experts_per_token * m->moe_intermediate;
+    double width = L->moe ? routed + m->shared_intermediate : m->intermediate;
+    double mlp = 2.0 * tok * (m->gated_mlp ? 3 : 2) * m->hidden * width / in->cp->tp;
+    double a = f > 0 ? 1.0 - mlp / f : 0.5;
+    t->a = a < 0.05 ? 0.05 : a > 0.95 ? 0.95 : a;
+    /* The output projection (heads × v_dim → hidden) follows the core. */
+    double v = L->attn == ATTN_MLA ? m->v_head_dim : m->head_dim;
+    double out = 2.0 * tok * m->heads * v * m->hidden / in->cp->tp;
+    double attn = t->a * f;
+    t->post = attn > 0 ? (out < attn ? out / attn : 1.0) : 0;
+    double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
+    double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
+    t->tok_bytes = tok * m->hidden * A;
+    t->kv_bytes = 0;
+    t->w_bytes = L->params * W;
+    double shared = m->shared_intermediate ? (m->gated_mlp ? 3.0 : 2.0) * m->shared_intermediate : 0;
+    t->router = L->moe ? m->experts / (m->experts + shared) : 0;
+}
+
+/* The CP core's pieces as segments: comm pieces in the lane's CP groups,
+ * compute pieces waiting for the transfer that brought their block. The
+ * core's last piece, when a transfer (the final dK/dV, an all-to-all), is
+ * what the next compute waits for. */
+static void cp_core(struct builder *b, int l, bool backward)
+{
+    const struct cp_plan *cpp = b->in->context;
+    struct cp_piece pc[2 * 64 + 4], *pcs = pc;
+    int room = context_max_pieces(cpp);
+    if (room > (int)(sizeof pc / sizeof *pc)) pcs = mp_xmalloc((size_t)room * sizeof *pcs);
+    int n = context_core(cpp, b->stage, l, backward, pcs);
+    int *at = mp_xmalloc((size_t)n * sizeof *at);
+    for (int i = 0; i < n; i++) {
+        at[i] = here(b);
+        struct tp_seg *sg = push(b);
+        sg->duration = pcs[i].duration;
+        if (pcs[i].is_comm) {
+            sg->is_comm = 1;
+            sg->group = pcs[i].group;
+            sg->op = pcs[i].group == CPG_A2A ? COLL_ALL_TO_ALL : COLL_SEND_RECV;
+            sg->bytes = pcs[i].bytes;
+            sg->blocking = pcs[i].blocking;
+        } else {
+            sg->wait = (int16_t)(pcs[i].wait >= 0 ? at[pcs[i].wait] : -1);
+        }
+    }
+    b->pending = n > 0 && pcs[n - 1].is_comm ? at[n - 1] : -1;
+    free(at);
+    if (pcs != pc) free(pcs);
+}
+
+/* The attention block's compute: one piece, or around a CP core the QKV
+ * projections and the output projection (whose backward comes first). */
+static void attn_compute(struct builder *b, int l, const struct layer_times *t, mp_time attn,
+                         bool backward)
+{
+    if (!t->cp) {
+        compute(b, attn, true, -1);
+        return;
+    }
+    mp_time post = (mp_time)(t->post * (double)attn), pre = attn - post;
+    compute(b, backward ? post : pre, true, -1);
+    cp_core(b, l, backward);
+    compute(b, backward ? pre : post, true, -1);
+}
+
+/* ------------------------------------------------------------------------ */
 
 static void layer_times(const struct builder *b, int l, struct layer_times *t)
 {
@@ -128,6 +229,7 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
     double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
     double tok = (double)in->cp->seq_len * in->cp->micro_batch;
+    if (in->context) tok /= in->context->cp; /* the rank's share (context.h) */
     double gemm = 2.0 * tok * m->hidden * (m->intermediate > m->hidden ? m->intermediate : m->hidden) /
                   in->cp->tp;
     /* Memory-bound kernels touch what a layer would stash with no
@@ -138,6 +240,11 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     model_layer_cost(m, l, &none, &ln);
     double elem = m->layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
     double elem_b = in->cp->recompute == RECOMPUTE_FULL ? 2 * elem : elem;
+    t->cp = in->context && context_layer_applies(in->context, l);
+    if (t->cp) {
+        cp_layer_times(b, l, &lc, gemm, tok, t);
+        return;
+    }
     t->f = in->op_time(in->op_ctx, lc.flops_f, lc.bytes_f, gemm, elem);
     mp_time ball = in->op_time(in->op_ctx, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
     double share = lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300);
@@ -162,7 +269,7 @@ static void ep_forward(struct builder *b, int l, const struct layer_times *t)
     mp_time attn = (mp_time)(t->a * (double)t->f), rest = t->f - attn;
     mp_time router = (mp_time)(t->router * (double)rest);
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn, true, -1);
+    attn_compute(b, l, t, attn, false);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     compute(b, router, true, -1);
     ep_seg(b, EPR_DISPATCH, l, false);
@@ -179,6 +286,7 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
 {
     int gl = split ? l : -1;
     if (t->rc > 0) compute(b, t->rc, true, -1);
+    if (t->cp && b->in->cp->recompute != RECOMPUTE_NONE) cp_core(b, l, false);
     mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
     mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
     ep_seg(b, EPR_GRAD, l, false);
@@ -187,7 +295,7 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
     compute(b, mlp_b, true, -1);
     if (with_w) compute(b, mlp_w, false, -1);
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn_b, true, -1);
+    attn_compute(b, l, t, attn_b, true);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     if (with_w) compute(b, attn_w, !overlap, gl);
 }
@@ -205,7 +313,7 @@ static void megatron_forward(struct builder *b, int l, const struct layer_times 
     } else {
         mp_time attn = (mp_time)(t->a * (double)t->f);
         if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, attn, true, -1);
+        attn_compute(b, l, t, attn, false);
         comm(b, after, t->tok_bytes, true);
         if (sp) comm(b, before, t->tok_bytes, true);
         compute(b, t->f - attn, true, -1);
@@ -234,6 +342,8 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
         megatron_forward(b, l, &r, sp);
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
+    } else if (t->cp && b->in->cp->recompute == RECOMPUTE_SELECTIVE) {
+        cp_core(b, l, false); /* selective recompute reruns the core, ring and all */
     }
     mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
     mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
@@ -242,7 +352,7 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     comm(b, dgrad_out, t->tok_bytes, true);
     if (with_w) compute(b, mlp_w, !overlap, -1);
     if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, attn_b, true, -1);
+    attn_compute(b, l, t, attn_b, true);
     comm(b, dgrad_out, t->tok_bytes, true);
     if (with_w) compute(b, attn_w, !overlap, gl);
 }
@@ -288,11 +398,11 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
     pass->off = p->n_seg;
     pass->n = 0;
     pass->extra_bytes = 0;
-    if (p->tp <= 1 && !split && !in->ep) return;
+    if (p->tp <= 1 && !split && !in->ep && !in->context) return;
     bool sp = in->cp->sp, fwd = k == TPP_F;
     bool with_w = k == TPP_BW || k == TPP_BW_LAST, only_w = k == TPP_W || k == TPP_W_LAST;
     int gathered = -1;
-    double max_w = 0, max_kv = 0;
+    double max_w = 0, max_kv = 0, max_cp = 0;
     for (int i = 0; i <= hi - lo; i++) {
         int l = fwd ? lo + i : hi - i;
         int next = fwd ? (l < hi ? l + 1 : -1) : (l > lo ? l - 1 : -1);
@@ -300,6 +410,12 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         layer_times(b, l, &t);
         if (t.w_bytes > max_w) max_w = t.w_bytes;
         if (t.kv_bytes > max_kv) max_kv = t.kv_bytes;
+        if (t.cp && !only_w) {
+            /* The ring's blocks in flight and the all-to-all's gathered heads;
+             * a backward that reruns the forward core holds the larger. */
+            double cb = context_buffer_bytes(in->context, l, !fwd);
+            if (cb > max_cp) max_cp = cb;
+        }
         bool ep_moe = in->ep && in->model->layer[l].moe;
         if (in->tsp && p->tp > 1) {
             tsp_layer(b, l, next, &t, k, split, &gathered);
@@ -319,6 +435,7 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         }
     }
     if (in->tsp && p->tp > 1 && !only_w) pass->extra_bytes = 2 * max_w + max_kv;
+    pass->extra_bytes += max_cp;
     pass->n = p->n_seg - pass->off;
 }
 
@@ -329,6 +446,7 @@ void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in)
     p->stages = in->stages;
     p->fidelity = in->fidelity;
     p->algo = in->algo;
+    p->context = in->context;
     p->group = mp_xmalloc((size_t)in->stages * p->tp * sizeof *p->group);
     p->pass = mp_xcalloc((size_t)in->stages * N_TP_PASSES, sizeof *p->pass);
     /* TP ranks are the fastest-varying chips (Megatron's order). */

@@ -26,13 +26,18 @@
  * the backward gathers the weights again and reduce-scatters their
  * gradients and the K/V gradients. Activations are split by D everywhere
  * (as TP+SP), and the lane holds two gathered layers of weights and one
- * layer's full-sequence K/V while a pass runs. */
+ * layer's full-sequence K/V while a pass runs.
+ *
+ * Context parallelism (parallel.cp, context.h) puts its core between a
+ * decoder's attention projections, its ring steps and all-to-alls as comm
+ * segments of the lane's CP groups (tp_seg.group). */
 #ifndef MPSIM_TENSOR_H
 #define MPSIM_TENSOR_H
 
 #include <stdbool.h>
 
 #include "collective.h"
+#include "context.h"
 #include "models/model.h"
 #include "hardware/system.h"
 
@@ -56,6 +61,9 @@ struct tp_seg {
      * layer; the pipeline asks experts_time for it. EPR_NONE otherwise. */
     uint8_t ep_role;
     int16_t ep_layer;
+    /* Context parallelism: enum cp_group (context.h) of a comm segment that
+     * runs in the lane's CP ring or all-to-all group; 0 = the TP group. */
+    uint8_t group;
 };
 
 struct tp_pass {
@@ -72,6 +80,7 @@ struct tensor_plan {
     int n_seg, cap_seg;
     enum fidelity fidelity;
     enum coll_algo algo;
+    const struct cp_plan *context; /* context parallelism (context.h); NULL = none */
 };
 
 /* What tensor_plan_build needs to know. */
@@ -98,6 +107,11 @@ struct tensor_input {
      * with TP only so); routed-expert and all-to-all segments carry
      * ep_role and take their per-microbatch durations from experts.h. */
     bool ep;
+    /* Context parallelism (context.h), NULL = none: a decoder's attention
+     * becomes [QKV projections] [the CP core: all-to-all, ring steps,
+     * all-to-all] [output projection], its other work on the rank's s/cp
+     * tokens (cp->cp of the cost params). */
+    const struct cp_plan *context;
 };
 
 /* Build every stage's passes. With tp = 1 and no split, every pass has

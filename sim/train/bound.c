@@ -16,6 +16,13 @@
 #define GRAD_BYTES 4.0
 #define OPTIMIZER_BYTES 12.0
 
+/* The chips gradients are reduced and ZeRO shards over: the DP-CP group
+ * (data_parallel.h; parallel.cp is 1 without context parallelism). */
+static int dp_group(const struct config *cfg)
+{
+    return cfg->parallel.dp * (cfg->parallel.cp > 1 ? cfg->parallel.cp : 1);
+}
+
 /* Σ params and stashed activation bytes (per chip of the TP group, one
  * microbatch) over layers lo..hi, and the largest two neighbouring layers'
  * parameters (ZeRO-3's gathered unit and its prefetch). */
@@ -25,7 +32,7 @@ void sim_layer_table(const struct config *cfg, const struct model *m, double *pa
         .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
-        .activation_bits = cfg->model.activation_bits,
+        .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
     };
     for (int l = 0; l < m->n_layers; l++) {
         struct layer_cost lc;
@@ -52,7 +59,7 @@ static void layer_sums(const double *lp, const double *la, int lo, int hi, doubl
 /* Static bytes of `params` on the chip and on the host (offload). */
 static void static_bytes(const struct config *cfg, double params, double *chip, double *host)
 {
-    int dp = cfg->parallel.dp, z = cfg->training.zero, off = cfg->training.offload;
+    int dp = dp_group(cfg), z = cfg->training.zero, off = cfg->training.offload;
     double w = params * cfg->model.weight_bits / 8.0, g = params * GRAD_BYTES;
     double o = params * OPTIMIZER_BYTES;
     if (z >= 1) o /= dp;
@@ -67,7 +74,7 @@ static void static_bytes(const struct config *cfg, double params, double *chip, 
 static bool zero3_units(const struct config *cfg)
 {
     return cfg->training.zero >= 3 &&
-           (cfg->parallel.dp > 1 || cfg->training.offload >= OFFLOAD_WEIGHTS);
+           (dp_group(cfg) > 1 || cfg->training.offload >= OFFLOAD_WEIGHTS);
 }
 
 void sim_memory_bound(const struct config *cfg, const struct model *m, int chips_per_node,
@@ -98,7 +105,8 @@ void sim_memory_bound(const struct config *cfg, const struct model *m, int chips
      * schedule must stash before its first backward. */
     for (int d = 0; d < pp; d++) {
         int lo, hi;
-        sim_stage_layers(m->decoders, pp, d, &lo, &hi);
+        const struct config_int_list *sl = &cfg->parallel.stage_layers;
+        sim_stage_layers(m->decoders, pp, sl->n == pp ? sl->v : NULL, d, &lo, &hi);
         layer_sums(table_params, table_act, lo, hi, &params, &act, &pair);
         int k = gpipe ? mb : (pp - d < mb ? pp - d : mb);
         static_bytes(cfg, params, &chip, &host);
@@ -179,9 +187,12 @@ static double layer_params(const struct sim *s, int l)
 static mp_time group_time(const struct sim *s, const struct config *cfg, int d, enum coll_op op,
                           double bytes)
 {
-    int dp = cfg->parallel.dp, tp = cfg->parallel.tp;
+    /* data_parallel.c's group: TP rank 1's, or with CP and no TP listed
+     * from CP rank 1. */
+    int dp = dp_group(cfg), tp = cfg->parallel.tp, first = tp == 1 && cfg->parallel.cp > 1;
     int *chips = mp_xmalloc((size_t)dp * sizeof *chips);
-    for (int r = 0; r < dp; r++) chips[r] = s->chip_of_device[d] + (tp > 1) + r * tp;
+    for (int r = 0; r < dp; r++)
+        chips[r] = s->chip_of_device[d] + (tp > 1) + ((r + first) % dp) * tp;
     struct coll_spec c = { .op = op, .algo = (enum coll_algo)cfg->run.collective,
                            .chips = chips, .n = dp, .bytes = bytes, .mb = -1, .stage = -1 };
     mp_time t = collective_time(&s->sys, &c);
@@ -242,7 +253,7 @@ static mp_time timed(struct times *tm, const struct sim *s, const struct config 
 static mp_time sync_tail(const struct sim *s, const double *lp, const struct config *cfg, int d,
                          int lowest, double params, struct times *tm)
 {
-    int dp = cfg->parallel.dp, z = cfg->training.zero;
+    int dp = dp_group(cfg), z = cfg->training.zero;
     bool off = cfg->training.offload >= OFFLOAD_OPTIMIZER;
     if (!s->has_model || (dp <= 1 && !off)) return 0;
     const struct stage_cost *c = &s->stage_cost[lowest];
@@ -270,7 +281,7 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
 static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params,
                     struct times *tm)
 {
-    int dp = cfg->parallel.dp, z = cfg->training.zero;
+    int dp = dp_group(cfg), z = cfg->training.zero;
     if (params <= 0) return 0;
     double shard = z >= 1 ? params / dp : params, wb = cfg->model.weight_bits / 8.0;
     mp_time t = 0;
@@ -296,7 +307,7 @@ static mp_time stream_sum(const struct sim *s, const double *lp, const struct co
     /* DualPipe's F&B ops gather only their forward's stage and offload no
      * activations (pipeline.c): count what every schedule surely does. */
     double gathers = fb ? 1 : 2, stashes = fb ? 0 : 1;
-    int dp = cfg->parallel.dp, off = cfg->training.offload;
+    int dp = dp_group(cfg), off = cfg->training.offload;
     bool units = zero3_units(cfg), gather = units && dp > 1;
     if (!s->has_model || (!units && off != OFFLOAD_ALL)) return 0;
     double wb = cfg->model.weight_bits / 8.0, dpq = 0, from = 0, to = 0;

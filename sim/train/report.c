@@ -100,6 +100,34 @@ static const char *recompute_name(int r)
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* Context parallelism and given stages (branch context, issue 17): the CP
+ * layout in Megatron-Core's chip order and each stage's decoder layers. */
+static void report_context_text(FILE *f, const struct sim *s)
+{
+    const struct config *c = &s->cfg;
+    if (s->has_context) {
+        const struct cp_plan *p = &s->context;
+        fprintf(f, "context     cp %d (%s", p->cp, c->parallel.cp_kind == CP_ULYSSES ? "ulysses"
+                : c->parallel.cp_kind == CP_HYBRID ? "hybrid" : "ring");
+        if (c->parallel.cp_kind == CP_HYBRID)
+            fprintf(f, ": all-to-all over %d, ring of %d", p->ulysses, p->ring);
+        fprintf(f, "), %d tokens per rank; chips tp-cp-dp-pp, %d in all; gradients over "
+                   "dp × cp = %d\n", c->model.seq_len / p->cp, s->res.n_chips,
+                c->parallel.dp * p->cp);
+    }
+    const struct config_int_list *sl = &c->parallel.stage_layers;
+    if (sl->n && s->stage_decoders) {
+        fprintf(f, "stages      decoder layers per pipeline stage:");
+        for (int i = 0; i < sl->n; i++) fprintf(f, "%s%d", i ? "," : " ", sl->v[i]);
+        if (s->prog.stages != sl->n) {
+            fprintf(f, "; per chunk in stage order:");
+            for (int i = 0; i < s->prog.stages; i++)
+                fprintf(f, "%s%d", i ? "," : " ", s->stage_decoders[i]);
+        }
+        fputc('\n', f);
+    }
+}
+
 void report_text(FILE *f, const struct sim *s)
 {
     const struct config *c = &s->cfg;
@@ -124,6 +152,7 @@ void report_text(FILE *f, const struct sim *s)
             c->parallel.tp, c->parallel.pp, c->parallel.dp, c->parallel.vpp, c->training.schedule,
             r->microbatches, c->training.micro_batch, recompute_name(c->training.recompute),
             c->training.zero);
+    report_context_text(f, s);
     if (!r->feasible) {
         fprintf(f, "INFEASIBLE  %s\n", r->infeasible_reason);
         if (!r->stage) return;
@@ -367,6 +396,8 @@ void report_json(FILE *f, const struct sim *s)
     cJSON_Delete(root);
 }
 
+/* ---- the timeline CSV (the viewer's input) ---- */
+
 /* chunk_of[path*stages + s]: the stage's index among those its device holds. */
 static int *chunk_table(const struct pipe_program *p)
 {
@@ -387,64 +418,194 @@ static void csv_text(FILE *f, const char *text, const char *sep)
     fputs(sep, f);
 }
 
-void report_timeline_csv(FILE *f, const struct sim *s)
+/* What the viewer needs besides the ops: the run's figures and layout, and
+ * per chip its capacity, the model stages it holds (in chunk order, so
+ * "stages=0,7" on a ZB-V device) and, for a chip that is not a pipeline
+ * device but has ops (a DP all-reduce lane, an EP rank), the device it
+ * serves. Megatron's layout puts device d on chips d·tp·dp .. (d+1)·tp·dp − 1
+ * (sim.c), so that is the chip's block. */
+static void timeline_meta_rows(const struct sim *s, const int *stage_of_chip,
+                               const struct report_tl_sink *k)
+{
+    const struct config *cfg = &s->cfg;
+    const struct sim_result *r = &s->res;
+    const struct pipe_program *p = &s->prog;
+    const struct taskgraph *g = &s->g;
+    char a[48], label[512];
+    snprintf(label, sizeof label, "scenario=%s", cfg->name);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "schedule=%s", cfg->training.schedule);
+    k->meta(k->ctx, -1, -1, label);
+    units_format_seconds_exact(r->step_time, a, sizeof a);
+    snprintf(label, sizeof label, "step_time_s=%s", a);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "bubble=%.6f", r->bubble);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "mfu=%.6f", r->mfu);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "chips=%d", r->n_chips);
+    k->meta(k->ctx, -1, -1, label);
+    report_split_meta(s, k->meta, k->ctx);
+    snprintf(label, sizeof label, "model=%s", cfg->model.kind == MODEL_SYNTHETIC ? "synthetic"
+                                              : s->has_model ? s->model.name : "?");
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "parallel=tp %d pp %d dp %d ep %d vpp %d", cfg->parallel.tp,
+             cfg->parallel.pp, cfg->parallel.dp, cfg->parallel.ep, cfg->parallel.vpp);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "microbatches=%d", p->microbatches);
+    k->meta(k->ctx, -1, -1, label);
+    snprintf(label, sizeof label, "directions=%d", p->paths);
+    k->meta(k->ctx, -1, -1, label);
+    for (int d = 0; d < p->devices; d++) {
+        int chip = s->chip_of_device[d];
+        snprintf(label, sizeof label, "capacity_bytes=%.0f", s->sys.chip.mem_bytes);
+        k->meta(k->ctx, chip, d, label);
+        int len = snprintf(label, sizeof label, "stages=");
+        const char *sep = "";
+        for (int q = 0; q < p->paths; q++)
+            for (int st = 0; st < p->stages && len < (int)sizeof label - 12; st++)
+                if (p->device_of[q * p->stages + st] == d) {
+                    len += snprintf(label + len, sizeof label - (size_t)len, "%s%d", sep, st);
+                    sep = ",";
+                }
+        k->meta(k->ctx, chip, d, label);
+    }
+    bool *has_ops = mp_xcalloc((size_t)g->n_chips, sizeof *has_ops);
+    for (int i = 0; i < g->n_ops; i++) has_ops[g->ops[i].chip] = true;
+    int block = cfg->parallel.tp * cfg->parallel.dp;
+    for (int c = 0; c < g->n_chips; c++) {
+        if (!has_ops[c] || stage_of_chip[c] >= 0 || block < 1) continue;
+        int owner = c / block * block;
+        if (owner >= g->n_chips || stage_of_chip[owner] < 0) continue;
+        snprintf(label, sizeof label, "serves=%d", owner);
+        k->meta(k->ctx, c, stage_of_chip[owner], label);
+    }
+    free(has_ops);
+}
+
+/* fb_stage2[op] for every FB op: the stage of its backward half. The task
+ * graph keeps only the forward's stage; the k-th FB entry of a device's
+ * program is the k-th FB op on its chip's compute stream (FB stays one op,
+ * pipeline.h), so walk both in order. -1 elsewhere. */
+static int *fb_stage2(const struct sim *s)
+{
+    const struct taskgraph *g = &s->g;
+    const struct pipe_program *p = &s->prog;
+    int *out = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *out);
+    for (int i = 0; i < g->n_ops; i++) out[i] = -1;
+    for (int d = 0; d < p->devices; d++) {
+        int chip = s->chip_of_device[d], k = 0;
+        int st = chip * N_STREAMS + STREAM_COMPUTE;
+        for (int j = g->stream_off[st]; j < g->stream_off[st + 1]; j++) {
+            int id = g->stream_ops[j];
+            if (g->ops[id].tag != TAG_FB) continue;
+            while (k < p->n_ops[d] && p->ops[d][k].kind != PIPE_FB) k++;
+            if (k >= p->n_ops[d]) break;
+            out[id] = p->ops[d][k++].stage2;
+        }
+    }
+    return out;
+}
+
+void report_timeline_each(const struct sim *s, const struct report_tl_sink *k)
 {
     const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
-    const struct sim_result *r = &s->res;
-    int *chunk = chunk_table(&s->prog);
+    const struct pipe_program *p = &s->prog;
+    int *chunk = chunk_table(p);
+    int *stage2 = fb_stage2(s);
     int *stage_of_chip = mp_xmalloc((size_t)g->n_chips * sizeof *stage_of_chip);
     for (int c = 0; c < g->n_chips; c++) stage_of_chip[c] = -1;
-    for (int d = 0; d < s->prog.devices; d++) stage_of_chip[s->chip_of_device[d]] = d;
+    for (int d = 0; d < p->devices; d++) stage_of_chip[s->chip_of_device[d]] = d;
+    timeline_meta_rows(s, stage_of_chip, k);
 
-    fputs("chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,end_s,bytes,"
-          "mem_bytes,label\n", f);
-    char a[48], b[48], label[256];
-    /* Run-wide facts first, so a reader has them before the ops. */
-    snprintf(label, sizeof label, "scenario=%s", s->cfg.name);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    snprintf(label, sizeof label, "schedule=%s", s->cfg.training.schedule);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    units_format_seconds_exact(r->step_time, a, sizeof a);
-    snprintf(label, sizeof label, "step_time_s=%s", a);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    snprintf(label, sizeof label, "bubble=%.6f", r->bubble);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    snprintf(label, sizeof label, "mfu=%.6f", r->mfu);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    snprintf(label, sizeof label, "chips=%d", r->n_chips);
-    fputs("-1,-1,meta,meta,-1,-1,-1,-1,0,0,0,,", f); csv_text(f, label, "\n");
-    report_split_meta(f, s);
-    for (int d = 0; d < s->prog.devices; d++) {
-        snprintf(label, sizeof label, "capacity_bytes=%.0f", s->sys.chip.mem_bytes);
-        fprintf(f, "%d,%d,meta,meta,-1,-1,-1,-1,0,0,0,,", s->chip_of_device[d], d);
-        csv_text(f, label, "\n");
-    }
-
+    char label[256];
+    int block = s->cfg.parallel.tp * s->cfg.parallel.dp;
     for (int i = 0; i < g->n_ops; i++) {
         const struct op *o = &g->ops[i];
-        int ch = -1;
-        if (o->stage >= 0 && o->mb >= 0 && o->mb < s->prog.microbatches)
-            ch = chunk[s->prog.path_of_mb[o->mb] * s->prog.stages + o->stage];
-        units_format_seconds_exact(e->start[i], a, sizeof a);
-        units_format_seconds_exact(e->end[i], b, sizeof b);
+        struct report_tl_op r = {
+            .chip = o->chip, .stream = o->stream, .kind = tg_tag_name(o->tag), .mb = o->mb,
+            .chunk = -1, .layer_first = o->layer_first, .layer_last = o->layer_last,
+            .start = e->start[i], .end = e->end[i], .bytes = o->bytes, .label = label, .id = i,
+            .released_by = e->released_by ? e->released_by[i] : -1, .mb2 = o->mb2, .chunk2 = -1,
+            .dir = -1, .dir2 = -1,
+            .comm = o->stream == STREAM_COMM && o->comm != COMM_NONE ? tg_comm_name(o->comm) : "",
+        };
+        if (o->stage >= 0 && o->mb >= 0 && o->mb < p->microbatches) {
+            int q = p->path_of_mb[o->mb];
+            r.chunk = chunk[q * p->stages + o->stage];
+            if (p->paths > 1) r.dir = q;
+        }
+        if (stage2[i] >= 0 && o->mb2 >= 0 && o->mb2 < p->microbatches) {
+            int q = p->path_of_mb[o->mb2];
+            r.chunk2 = chunk[q * p->stages + stage2[i]];
+            if (p->paths > 1) r.dir2 = q;
+        }
+        /* A chip that is no pipeline device (a DP lane, an EP rank) is
+         * written with the device it serves as its stage. */
+        r.stage = stage_of_chip[o->chip];
+        if (r.stage < 0 && block > 0 && o->chip / block * block < g->n_chips)
+            r.stage = stage_of_chip[o->chip / block * block];
         if (o->mb2 >= 0)
             snprintf(label, sizeof label, "%s mb %d + mb %d", tg_tag_name(o->tag), o->mb, o->mb2);
         else if (o->mb >= 0)
             snprintf(label, sizeof label, "%s mb %d stage %d", tg_tag_name(o->tag), o->mb, o->stage);
         else
             snprintf(label, sizeof label, "%s", tg_tag_name(o->tag));
-        fprintf(f, "%d,%d,%s,%s,%d,%d,%d,%d,%s,%s,%.0f,,", o->chip, stage_of_chip[o->chip],
-                tg_stream_name(o->stream), tg_tag_name(o->tag), o->mb, ch, o->layer_first,
-                o->layer_last, a, b, o->bytes);
-        csv_text(f, label, "\n");
+        k->op(k->ctx, &r);
     }
     for (int i = 0; i < e->n_mem_log; i++) {
         const struct mem_event *m = &e->mem_log[i];
-        units_format_seconds_exact(m->time, a, sizeof a);
-        fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,%s,%s,%.0f,%.0f,%s\n", m->chip,
-                stage_of_chip[m->chip], a, a, m->delta, m->in_use, tg_mem_cat_name(m->cat));
+        k->mem(k->ctx, m->chip, stage_of_chip[m->chip], m->time, m->delta, m->in_use,
+               tg_mem_cat_name(m->cat));
     }
     free(chunk);
+    free(stage2);
     free(stage_of_chip);
+}
+
+/* The CSV writer is one sink of report_timeline_each; mpsim-view's
+ * in-process loader is another. */
+static void csv_meta(void *ctx, int chip, int stage, const char *label)
+{
+    FILE *f = ctx;
+    fprintf(f, "%d,%d,meta,meta,-1,-1,-1,-1,0,0,0,,", chip, stage);
+    csv_text(f, label, ",,,,,,,\n");
+}
+
+static void csv_op(void *ctx, const struct report_tl_op *o)
+{
+    static const char *const dir_name[] = { "down", "up" };
+    FILE *f = ctx;
+    char a[48], b[48];
+    units_format_seconds_exact(o->start, a, sizeof a);
+    units_format_seconds_exact(o->end, b, sizeof b);
+    fprintf(f, "%d,%d,%s,%s,%d,%d,%d,%d,%s,%s,%.0f,,", o->chip, o->stage,
+            tg_stream_name(o->stream), o->kind, o->mb, o->chunk, o->layer_first, o->layer_last, a,
+            b, o->bytes);
+    csv_text(f, o->label, ",");
+    fprintf(f, "%lld,%lld,%d,%d,%s,%s,%s\n", o->id, o->released_by, o->mb2, o->chunk2,
+            o->dir >= 0 ? dir_name[o->dir & 1] : "", o->dir2 >= 0 ? dir_name[o->dir2 & 1] : "",
+            o->comm);
+}
+
+static void csv_mem(void *ctx, int chip, int stage, mp_time t, double delta, double in_use,
+                    const char *cat)
+{
+    FILE *f = ctx;
+    char a[48];
+    units_format_seconds_exact(t, a, sizeof a);
+    fprintf(f, "%d,%d,memory,mem,-1,-1,-1,-1,%s,%s,%.0f,%.0f,%s,,,,,,,\n", chip, stage, a, a, delta,
+            in_use, cat);
+}
+
+void report_timeline_csv(FILE *f, const struct sim *s)
+{
+    /* The first 13 columns are the original format; the 7 after them say
+     * which op released each op and how FB and DualPipe ops split
+     * (report.h). mpsim-view reads files with or without them. */
+    fputs("chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,end_s,bytes,"
+          "mem_bytes,label,op,released_by,microbatch2,chunk2,direction,direction2,comm\n", f);
+    struct report_tl_sink k = { .ctx = f, .meta = csv_meta, .op = csv_op, .mem = csv_mem };
+    report_timeline_each(s, &k);
 }

@@ -83,14 +83,8 @@ void report_split_json(struct cJSON *parent, const char *name, const struct step
         cJSON_AddNumberToObject(ps, step_split_name(k), (double)x->part[k]);
 }
 
-static void meta_row(FILE *f, int chip, int stage, const char *label)
-{
-    fprintf(f, "%d,%d,meta,meta,-1,-1,-1,-1,0,0,0,,", chip, stage);
-    csv_fwrite(f, label, strlen(label));
-    fputc('\n', f);
-}
-
-void report_split_meta(FILE *f, const struct sim *s)
+void report_split_meta(const struct sim *s, void (*meta)(void *ctx, int chip, int stage,
+                                                        const char *key_value), void *ctx)
 {
     const struct sim_result *r = &s->res;
     if (!r->stage) return;
@@ -98,12 +92,12 @@ void report_split_meta(FILE *f, const struct sim *s)
     for (int k = 0; k < N_SPLIT; k++) {
         units_format_seconds_exact(r->split.part[k], a, sizeof a);
         snprintf(label, sizeof label, "step_split.%s_s=%s", step_split_name(k), a);
-        meta_row(f, -1, -1, label);
+        meta(ctx, -1, -1, label);
     }
     for (int d = 0; d < r->stages; d++)
         for (int k = 0; k < N_SPLIT; k++) {
             units_format_seconds_exact(r->stage[d].split.part[k], a, sizeof a);
             snprintf(label, sizeof label, "step_split.%s_s=%s", step_split_name(k), a);
-            meta_row(f, r->stage[d].chip, d, label);
+            meta(ctx, r->stage[d].chip, d, label);
         }
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "sim/strategy/collective.h"
+#include "sim/strategy/context.h"
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/steady.h"
 #include "sim/strategy/tensor.h"
@@ -22,14 +23,37 @@
 #define OPTIMIZER_TRAFFIC_PER_PARAM 32.0
 #define OPTIMIZER_FLOPS_PER_PARAM 12.0
 
-void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi)
+void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi)
 {
-    int base = decoders / stages, rem = decoders % stages;
-    /* 0-based decoders before stage s, and how many it holds */
-    int first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
-    int count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    int first, count;
+    if (per_stage) {
+        /* parallel.stage_layers, in stage order */
+        first = 0;
+        for (int k = 0; k < s; k++) first += per_stage[k];
+        count = per_stage[s];
+    } else {
+        int base = decoders / stages, rem = decoders % stages;
+        /* 0-based decoders before stage s, and how many it holds */
+        first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
+        count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    }
     *lo = s == 0 ? 0 : 1 + first;
     *hi = s == stages - 1 ? decoders + 1 : first + count;
+}
+
+void sim_chunk_layers(const struct pipe_program *prog, const int *device_layers, int *out)
+{
+    int S = prog->stages, D = prog->devices;
+    int *chunks = mp_xcalloc((size_t)D, sizeof *chunks), *seen = mp_xcalloc((size_t)D, sizeof *seen);
+    for (int st = 0; st < S; st++) chunks[prog->device_of[st]]++;
+    for (int st = 0; st < S; st++) {
+        int d = prog->device_of[st], v = chunks[d], c = seen[d]++;
+        int base = device_layers[d] / v, rem = device_layers[d] % v;
+        /* as the even split: the extra layers to chunks 1, 2, ... */
+        out[st] = base + (c >= 1 && c - 1 < rem ? 1 : 0);
+    }
+    free(chunks);
+    free(seen);
 }
 
 /* Compute time of one op on the simulated chip: the roofline of chip.h
@@ -48,9 +72,34 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
-        .activation_bits = cfg->model.activation_bits,
+        .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
         .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
+}
+
+/* Context parallelism (branch context, issue 17): one decoder's pass times
+ * with the attention core priced block by block (context.h) and the rest of
+ * the layer on the chip as today; tensor.c splits the same way. */
+static void cp_decoder_times(const struct sim *s, int l, const struct layer_cost *lc, double gemm,
+                             double *f, double *b, double *rc_time)
+{
+    double elem, elem_b;
+    struct cost_params cp = sim_cost_params(s);
+    context_elementwise_bytes(&s->model, l, &cp, &elem, &elem_b);
+    double core = context_core_flops(&s->context, l);
+    double bb = lc->flops_b - 2 * core;
+    double rc = s->cfg.training.recompute == RECOMPUTE_FULL ? lc->flops_f - core : 0;
+    *f = (double)sim_op_time((void *)s, lc->flops_f - core, lc->bytes_f, gemm, elem) +
+         (double)context_core_time(&s->context, l, false);
+    mp_time bl = sim_op_time((void *)s, bb + rc, lc->bytes_b, gemm, elem_b);
+    *b = (double)bl + (double)context_core_time(&s->context, l, true);
+    /* The re-run forward, for the step accounting: the rest of the layer's
+     * (full recompute) and the core's, ring and all (any recompute). */
+    *rc_time = rc / (bb + rc + 1e-300) * (double)bl;
+    if (s->cfg.training.recompute != RECOMPUTE_NONE) {
+        *b += (double)context_core_time(&s->context, l, false);
+        *rc_time += (double)context_core_time(&s->context, l, false);
+    }
 }
 
 /* Price each stage from the model's layers on the chip. */
@@ -60,7 +109,7 @@ static void price_transformer(struct sim *s)
     struct cost_params cp = sim_cost_params(s);
     for (int st = 0; st < S; st++) {
         int lo, hi;
-        sim_stage_layers(L, S, st, &lo, &hi);
+        sim_stage_layers(L, S, s->stage_decoders, st, &lo, &hi);
         struct stage_cost *c = &s->stage_cost[st];
         memset(c, 0, sizeof *c);
         c->layer_first = lo;
@@ -70,6 +119,7 @@ static void price_transformer(struct sim *s)
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
             double tok = (double)cp.seq_len * cp.micro_batch, h = s->model.hidden;
+            if (s->has_context) tok /= cp.cp; /* the CP rank's tokens */
             double gemm = 2.0 * tok * h * (s->model.intermediate > h ? s->model.intermediate : h) / cp.tp;
             struct cost_params none = cp;
             none.recompute = RECOMPUTE_NONE;
@@ -77,12 +127,20 @@ static void price_transformer(struct sim *s)
             model_layer_cost(&s->model, l, &none, &ln);
             double elem = s->model.layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
             double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
-            f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
-            mp_time bl = sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
-            b += (double)bl;
-            /* The re-run forward's share of the backward, for the step
-             * accounting (tensor.c cuts the TP passes the same way). */
-            rc += lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300) * (double)bl;
+            if (s->has_context && context_layer_applies(&s->context, l)) {
+                double cf, cb, crc;
+                cp_decoder_times(s, l, &lc, gemm, &cf, &cb, &crc);
+                f += cf;
+                b += cb;
+                rc += crc;
+            } else {
+                f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
+                mp_time bl = sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
+                b += (double)bl;
+                /* The re-run forward's share of the backward, for the step
+                 * accounting (tensor.c cuts the TP passes the same way). */
+                rc += lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300) * (double)bl;
+            }
             w += (double)sim_op_time(s, lc.flops_w, lc.bytes_w, gemm, 0);
             if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
                 /* The backward rebuilds one layer's activations at a time, as
@@ -145,8 +203,9 @@ mp_time sim_optimizer_step_time(const struct sim *s, double params)
 static void plan_tensor(struct sim *s)
 {
     const struct config *cfg = &s->cfg;
-    bool split = cfg->training.dp_overlap && cfg->parallel.dp > 1;
-    if (!s->has_model || (cfg->parallel.tp <= 1 && !split && !s->has_experts)) return;
+    bool split = cfg->training.dp_overlap && cfg->parallel.dp * cfg->parallel.cp > 1;
+    if (!s->has_model || (cfg->parallel.tp <= 1 && !split && !s->has_experts && !s->has_context))
+        return;
     int S = s->prog.stages;
     int *first = mp_xmalloc((size_t)S * sizeof *first), *last = mp_xmalloc((size_t)S * sizeof *last);
     int *lane = mp_xmalloc((size_t)S * sizeof *lane);
@@ -163,6 +222,7 @@ static void plan_tensor(struct sim *s)
         .tsp = cfg->parallel.tsp, .overlap = cfg->parallel.tp_overlap, .split_last = split,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .op_time = sim_op_time, .op_ctx = s, .ep = s->has_experts,
+        .context = s->has_context ? &s->context : NULL,
     };
     tensor_plan_build(&s->tensor, &in);
     s->has_tensor = true;
@@ -193,7 +253,8 @@ static int plan_experts(struct sim *s, struct mp_error *err)
     struct ep_input in = {
         .model = &s->model, .sys = &s->sys, .group = group, .ep = ep,
         .microbatches = s->res.microbatches,
-        .tokens_per_rank = (double)cfg->model.seq_len * cfg->training.micro_batch / cfg->parallel.tp,
+        .tokens_per_rank = (double)cfg->model.seq_len * cfg->training.micro_batch /
+                           ((double)cfg->parallel.tp * cfg->parallel.cp),
         .routing = cfg->experts.routing, .skew = cfg->experts.skew,
         .concentration = cfg->experts.concentration, .capacity_factor = cfg->experts.capacity_factor,
         .trace = trace, .redundant = cfg->experts.redundant, .max_nodes = cfg->experts.max_nodes,
@@ -224,11 +285,11 @@ static int plan_experts(struct sim *s, struct mp_error *err)
 static void expert_state_memory(struct sim *s)
 {
     const struct config *cfg = &s->cfg;
-    int ep = cfg->parallel.ep, zero = cfg->training.zero;
-    double edp = (double)cfg->parallel.tp * cfg->parallel.dp / ep, full[3], dpb[3];
-    if (zero == 0 || edp >= cfg->parallel.dp) return;
+    int ep = cfg->parallel.ep, zero = cfg->training.zero, dpcp = cfg->parallel.dp * cfg->parallel.cp;
+    double edp = (double)cfg->parallel.tp * dpcp / ep, full[3], dpb[3];
+    if (zero == 0 || edp >= dpcp) return;
     dp_bytes_per_param(cfg->model.weight_bits, 0, 1, full);
-    dp_bytes_per_param(cfg->model.weight_bits, zero, cfg->parallel.dp, dpb);
+    dp_bytes_per_param(cfg->model.weight_bits, zero, dpcp, dpb);
     const struct pipe_program *prog = &s->prog;
     int S = prog->stages;
     for (int d = 0; d < prog->devices; d++) {
@@ -342,7 +403,8 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
     }
     struct dp_input in = {
         .prog = plan->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
-        .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp, .zero = cfg->training.zero,
+        .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp * cfg->parallel.cp,
+        .cp = cfg->parallel.cp, .zero = cfg->training.zero,
         .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
@@ -750,6 +812,56 @@ static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
     return rc;
 }
 
+/* parallel.stage_layers against the model (config_check has checked its
+ * length against parallel.pp). */
+static int check_stage_layers(const struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    const struct config_int_list *sl = &cfg->parallel.stage_layers;
+    if (!sl->n) return MP_OK;
+    const char *p = cfg->path, *sep = cfg->path[0] ? ": " : "";
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.stage_layers: a synthetic model has "
+                       "no layers to place; expected 'even' (its times are per stage)", p, sep);
+    long long sum = 0;
+    for (int i = 0; i < sl->n; i++) sum += sl->v[i];
+    if (sum != s->model.decoders)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.stage_layers adds up to %lld decoder "
+                       "layers, but model %s has %d: expected entries summing to %d", p, sep, sum,
+                       s->model.name, s->model.decoders, s->model.decoders);
+    return MP_OK;
+}
+
+/* Context parallelism's plan (context.h), once the lanes are known. */
+static int plan_context(struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    if (cfg->parallel.cp <= 1) return MP_OK;
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.cp = %d: expected 1 for a synthetic "
+                       "model (it has no sequence to split)", cfg->path, cfg->path[0] ? ": " : "",
+                       cfg->parallel.cp);
+    int S = s->prog.stages;
+    int *lane = mp_xmalloc((size_t)S * sizeof *lane);
+    for (int st = 0; st < S; st++) lane[st] = s->chip_of_device[s->prog.device_of[st]];
+    struct cost_params cp = sim_cost_params(s);
+    struct cp_input in = { .model = &s->model, .sys = &s->sys, .cp = &cp,
+                           .kind = cfg->parallel.cp_kind, .ulysses = cfg->parallel.cp_ulysses,
+                           .lane = lane, .stages = S, .op_time = sim_op_time, .op_ctx = s };
+    int rc = context_plan_build(&s->context, &in, err);
+    free(lane);
+    if (rc) {
+        if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
+            char msg[sizeof err->msg];
+            memcpy(msg, err->msg, sizeof msg);
+            mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
+        }
+        return rc;
+    }
+    s->has_context = true;
+    return MP_OK;
+}
+
 static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
@@ -774,7 +886,7 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
     if ((rc = config_resolve(cfg, cfg->hardware.system, "hardware/systems", ".ini", path,
                              sizeof path, err)))
         return rc;
-    int chips = cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
+    int chips = (int)config_chips(cfg);
     if ((rc = system_load(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
     if ((rc = efficiency_load_default(&s->eff, s->sys.chip.name, err))) return rc;
@@ -856,6 +968,7 @@ static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct ste
     pipeline_out_release(&po);
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
+    s->e.record_released = opts->record_released;
     /* Not declared: the shorter graph is not the step; run nothing. */
     if (sp && !declared) return MP_OK;
     int rc = check_horizon(s, err);
@@ -878,6 +991,7 @@ static int expand_full(struct sim *s, struct pipeline_plan *plan, struct mp_erro
     pipeline_out_release(&po);
     tg_finalize(&s->g);
     engine_init(&s->e, &s->g);
+    s->e.record_released = short_e.record_released;
     short_e.g = &short_g;
     int rc = engine_expand(&short_e, &s->e, err);
     engine_release(&short_e);
@@ -899,15 +1013,18 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     if ((rc = load_inputs(s, opts->inputs, err))) return rc;
     if ((rc = offload_check(s, err))) return rc;
 
-    int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
+    int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp, cpd = cfg->parallel.cp;
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
                        pp, cfg->parallel.vpp, s->model.decoders);
+    if ((rc = check_stage_layers(s, err))) return rc;
+    const struct config_int_list *sl = &cfg->parallel.stage_layers;
     *shape = (struct pipe_shape){
         .devices = pp, .microbatches = microbatches ? microbatches : config_microbatches(cfg),
         .chunks = cfg->parallel.vpp, .layers = s->has_model ? s->model.decoders : 0,
         .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
+        .device_layers = sl->n ? sl->v : NULL,
     };
     if (!s->has_model)
         zb_shape_times(shape, (double)cfg->synthetic.forward,
@@ -917,8 +1034,17 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err)))
         return schedule_failed(s, rc, err);
 
-    s->res.n_chips = tp * pp * dp;
+    s->res.n_chips = tp * cpd * pp * dp;
     s->res.microbatches = shape->microbatches;
+    /* Megatron-Core's order tp-cp-ep-dp-pp: TP ranks fastest, then CP, then
+     * DP replicas, then stages (context.h). */
+    s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
+    for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * cpd * dp;
+    if (sl->n) {
+        s->stage_decoders = mp_xmalloc((size_t)s->prog.stages * sizeof *s->stage_decoders);
+        sim_chunk_layers(&s->prog, sl->v, s->stage_decoders);
+    }
+    if ((rc = plan_context(s, err))) return rc;
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
     if (zb_needs_prices(s)) {
@@ -941,10 +1067,6 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
         snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
         return rc;
     }
-    /* Megatron's layout: TP ranks fastest, then DP replicas, then stages. */
-    s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
-    for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * dp;
-
     *plan = (struct pipeline_plan){
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
@@ -991,7 +1113,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         s->has_graph = false;
         rc = validate_program(s, err);
         if (!rc) rc = run_graph(s, &plan, NULL, opts, err);
-    } else if (rc == MP_OK && skip && opts->record_memory) {
+    } else if (rc == MP_OK && skip && (opts->record_memory || opts->record_released)) {
         /* Timelines and traces list every op: expand the run onto the full
          * graph, from the periods. */
         rc = expand_full(s, &plan, err);
@@ -1026,6 +1148,8 @@ void sim_release(struct sim *s)
     }
     if (s->has_tensor) tensor_plan_release(&s->tensor);
     if (s->has_experts) experts_plan_release(&s->experts);
+    if (s->has_context) context_plan_release(&s->context);
+    free(s->stage_decoders);
     free(s->stage_cost);
     free(s->chip_of_device);
     free(s->res.stage);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "hardware/chip.h"
+#include "sim/strategy/context.h"
 #include "sim/io/config.h"
 #include "cost.h"
 #include "hardware/efficiency.h"
@@ -111,6 +112,9 @@ struct sim {
     struct offload offload;         /* training.offload (offload.h) */
     struct ep_plan experts;         /* MoE routing and EP all-to-alls (experts.h) */
     bool has_experts;
+    struct cp_plan context;         /* context parallelism (context.h) */
+    bool has_context;
+    int *stage_decoders;            /* [prog.stages]: parallel.stage_layers per stage, or NULL */
     struct taskgraph g;
     struct engine e;
     bool has_graph;
@@ -131,6 +135,7 @@ struct sim_inputs {
 
 struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
+    bool record_released; /* keep which op released each op (engine.released_by: timeline, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
     const struct sim_inputs *inputs; /* NULL: load them from the scenario */
@@ -159,10 +164,18 @@ int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_o
 mp_time sim_optimizer_step_time(const struct sim *s, double params);
 
 /* The layers pipeline stage `s` of `stages` holds, as indices into
- * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head):
- * every stage gets decoders / stages, the remainder goes one each to stages
- * 1, 2, ... (stage 0 already holds the embedding) and the last stage holds
- * the head. search.c's memory bound uses the same split as the run. */
-void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi);
+ * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head).
+ * With `per_stage` NULL every stage gets decoders / stages, the remainder
+ * goes one each to stages 1, 2, ... (stage 0 already holds the embedding);
+ * else stage k holds per_stage[k] decoders (parallel.stage_layers, summing
+ * to `decoders`). The last stage holds the head. search.c's memory bound
+ * uses the same split as the run. */
+void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi);
+
+/* parallel.stage_layers (decoders per pipeline device) over a program's
+ * stages: a device's chunks, in stage order, share its layers as evenly as
+ * possible, the extra ones going to its chunks 1, 2, ... as in the even
+ * split (interleaved: 7 over 2 chunks is 3 then 4). out[prog->stages]. */
+void sim_chunk_layers(const struct pipe_program *prog, const int *device_layers, int *out);
 
 #endif

@@ -109,7 +109,7 @@ struct walk {
     int32_t *bind;      /* [n_ops]: the constraint that released the op last, -1 none */
     bool view;          /* periods were left out: read the full step (above) */
     int32_t *pred_off, *pred; /* with `view`: CSR in-edges in edge order */
-    int block;          /* chips per stage: tp × dp (stage d holds d·block ...) */
+    int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
     step_split_fn fn;
     void *ctx;
 };
@@ -132,7 +132,9 @@ static void walk_init(struct walk *w, const struct sim *s)
     w->e = &s->e;
     w->start = s->e.start;
     w->end = s->e.end;
-    w->block = s->cfg.parallel.tp * s->cfg.parallel.dp;
+    /* A stage's chips: its TP × CP × DP ranks (context parallelism's ranks
+     * sit between TP's and DP's in the chip order, context.h). */
+    w->block = s->cfg.parallel.tp * s->cfg.parallel.cp * s->cfg.parallel.dp;
     w->fn = NULL;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);

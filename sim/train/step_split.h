@@ -16,7 +16,7 @@
  *              stage's last compute op, the stage's last op of any kind)
  *              through the dependency that finished last (its latest-
  *              ending predecessor or the op before it on its stream):
- *                - an op of the stage's own chips (its TP group × DP
+ *                - an op of the stage's own chips (its TP × CP group × DP
  *                  replicas) on a comm stream: `exposed_<kind>` by the op's
  *                  comm kind (tp, cp, pp, dp, ep; host for training.
  *                  offload's copies) for the part of the
