@@ -30,7 +30,7 @@ static int run(struct sim *s, const struct config *base, bool skip, bool record)
 {
     struct config cfg = *base;
     cfg.run.steady_skip = skip;
-    struct sim_options o = { .record_memory = record };
+    struct sim_options o = { .record_memory = record, .record_released = record };
     struct mp_error err = { 0 };
     return sim_run(s, &cfg, &o, &err);
 }

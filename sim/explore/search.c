@@ -922,20 +922,31 @@ static const char *offload_name(int o)
 }
 
 /* context (issue 17): when the best layout has CP and no layout without
- * it fits, CP is what made the context fit; say so, with the counts. */
+ * it fits, CP is what made the context fit; say so, with the counts. A
+ * layout without CP that passed the memory bound but was never simulated
+ * (its step bound could not reach the top) may fit: then say only that. */
 static void print_cp_fit(FILE *f, const struct search_result *res)
 {
     if (res->n_hits == 0 || !res->hit[0].feasible || res->hit[0].cp <= 1) return;
-    int fit_nocp = 0, tried_nocp = 0;
+    int fit_nocp = 0, failed_nocp = 0, unsimulated_nocp = 0;
     for (int i = 0; i < res->n_hits; i++) {
-        if (res->hit[i].cp > 1) continue;
-        tried_nocp++;
-        fit_nocp += res->hit[i].feasible;
+        const struct search_hit *h = &res->hit[i];
+        if (h->cp > 1) continue;
+        if (!h->simulated) unsimulated_nocp++;
+        else if (h->feasible) fit_nocp++;
+        else failed_nocp++;
     }
     if (fit_nocp) return;
-    fprintf(f, "\ncontext parallelism is what made this fit: no layout without CP fits (%d "
-               "simulated did not, %lld more pruned by the memory bound before any ran); the "
-               "best has cp = %d\n", tried_nocp, res->mem_pruned_nocp, res->hit[0].cp);
+    if (unsimulated_nocp)
+        fprintf(f, "\nthe best has cp = %d; no layout without CP that was simulated fits (%d did "
+                   "not, %lld more pruned by the memory bound), and %d more without CP passed "
+                   "the memory bound but were not simulated (their step bound cannot reach "
+                   "the top)\n", res->hit[0].cp, failed_nocp, res->mem_pruned_nocp,
+                unsimulated_nocp);
+    else
+        fprintf(f, "\ncontext parallelism is what made this fit: no layout without CP fits (%d "
+                   "simulated did not, %lld more pruned by the memory bound before any ran); the "
+                   "best has cp = %d\n", failed_nocp, res->mem_pruned_nocp, res->hit[0].cp);
 }
 
 void search_print(FILE *f, const struct search_result *res, const struct search_options *opt,
@@ -1001,9 +1012,12 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
         { "host memory (offload)", res->host_pruned, WHY_HOST },
         { "the simulation (out of memory)", simulated_fail, WHY_SIMULATED },
     };
-    int best = 0;
-    for (int i = 1; i < 6; i++)
+    /* --fix is the user's choice, not a constraint: named only when
+     * nothing else ruled any layout out. */
+    int best = 1;
+    for (int i = 2; i < 6; i++)
         if (why[i].n > why[best].n) best = i;
+    if (why[best].n == 0) best = 0;
     fprintf(f, "nothing fits: the most layouts (%lld of %lld) were ruled out by %s", why[best].n,
             res->enumerated, why[best].what);
     if (why[best].ex >= 0 && res->example[why[best].ex][0])
