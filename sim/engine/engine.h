@@ -154,6 +154,9 @@ mp_time engine_fop_shift(const struct engine *e, struct engine_fop f);
 struct engine_fop engine_fop_pred(const struct engine *e, struct engine_fop f, int u);
 struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f);
 
+/* Op `f`'s position on its stream in the full step. */
+int64_t engine_fop_pos(const struct engine *e, struct engine_fop f);
+
 /* How many ops of the full step graph op `id` stands for: 1, or 1 + the
  * repetitions put back for an op of the periods copied. */
 int64_t engine_op_count(const struct engine *e, int id);

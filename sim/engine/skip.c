@@ -474,6 +474,18 @@ struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f)
     return engine_full_op(e, s, q);
 }
 
+int64_t engine_fop_pos(const struct engine *e, struct engine_fop f)
+{
+    const struct taskgraph *g = e->g;
+    int s = stream_of(g, f.id);
+    if (engine_skipped_periods(e) == 0) {
+        for (int j = g->stream_off[s]; j < g->stream_off[s + 1]; j++)
+            if (g->stream_ops[j] == f.id) return j - g->stream_off[s];
+        return -1;
+    }
+    return e->skip->pos[f.id] + f.ahead * e->skip->p->len[s];
+}
+
 int64_t engine_op_count(const struct engine *e, int id)
 {
     if (engine_skipped_periods(e) == 0) return 1;

@@ -110,6 +110,12 @@ struct walk {
     bool view;          /* periods were left out: read the full step (above) */
     int32_t *pred_off, *pred; /* with `view`: CSR in-edges in edge order */
     int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
+    /* While walking the j-th repetition of the left-out periods
+     * (walk_device, probe_note): whether an op the walk looked at lies past
+     * what the repetitions after it can translate (`probe_fail`), and how
+     * many repetitions short of them it reached back (`probe_short`). */
+    bool probing, probe_fail;
+    int64_t probe_j, probe_short;
     step_split_fn fn;
     void *ctx;
 };
@@ -136,6 +142,7 @@ static void walk_init(struct walk *w, const struct sim *s)
      * sit between TP's and DP's in the chip order, context.h). */
     w->block = s->cfg.parallel.tp * s->cfg.parallel.cp * s->cfg.parallel.dp;
     w->fn = NULL;
+    w->probing = w->probe_fail = false;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
     for (int i = 0; i < g->n_ops; i++) w->bind[i] = -1;
@@ -172,19 +179,51 @@ static void walk_release(struct walk *w)
     w->bind = w->pred_off = w->pred = NULL;
 }
 
-/* `bind` of an op of the full step. An op not ahead is one the run
- * simulated before its jump, with its predecessors: the graph's own. */
-static fop bind_of(const struct walk *w, fop f)
+/* Probing: op `f` was looked at by the walk from an op of the j-th of the R
+ * repetitions of the left-out periods. The repetitions are copies: on every
+ * stream, positions at − len .. at + R·len − 1 (engine_stream_period) are
+ * the same ops with every time one Δ later per len positions. So the walk
+ * from the k-th repetition (j < k < R) is the walk from the j-th, len·(k −
+ * j) positions and (k − j)·Δ on, if every op it looks at stays among them
+ * when moved that far: at − len ≤ position < at + (j + 1)·len. An op before
+ * that (a backward's forward, many periods earlier) says how many
+ * repetitions later a probe would hold (probe_short); one after it, or on
+ * a stream that does not repeat, fails the probe. */
+static void probe_note(struct walk *w, fop f)
 {
-    if (f.id < 0 || f.ahead == 0) return (fop){ f.id < 0 ? -1 : w->bind[f.id], 0 };
+    if (!w->probing || w->probe_fail || f.id < 0) return;
+    const struct op *o = &w->g->ops[f.id];
+    int64_t at;
+    int len;
+    engine_stream_period(w->e, o->chip * N_STREAMS + o->stream, &at, &len);
+    int64_t q = engine_fop_pos(w->e, f);
+    if (len <= 0 || q >= at + (w->probe_j + 1) * (int64_t)len) {
+        w->probe_fail = true;
+        return;
+    }
+    if (q < at - len) {
+        int64_t short_by = (at - len - q + len - 1) / len;
+        if (short_by > w->probe_short) w->probe_short = short_by;
+    }
+}
+
+/* `bind` of an op of the full step. An op not ahead is one the run
+ * simulated before its jump, with its predecessors: the graph's own (but
+ * a probe looks at each). */
+static fop bind_of(struct walk *w, fop f)
+{
+    if (f.id < 0) return f;
+    if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
     fop best = { -1, 0 };
     mp_time best_end = 0;
     for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
         fop u = engine_fop_pred(w->e, f, w->pred[k]);
+        probe_note(w, u);
         mp_time t = f_end(w, u);
         if (best.id < 0 || t > best_end) best = u, best_end = t;
     }
     fop prev = engine_fop_prev(w->e, f);
+    probe_note(w, prev);
     if (prev.id >= 0 && (best.id < 0 || f_end(w, prev) > best_end)) best = prev;
     return best;
 }
@@ -285,8 +324,42 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
     memset(x, 0, sizeof *x);
     int cs = lane * N_STREAMS + STREAM_COMPUTE;
     mp_time prev_end = 0;
-    int64_t n = engine_stream_len(w->e, cs);
+    int64_t n = engine_stream_len(w->e, cs), at = 0, R;
+    int len = 0;
+    /* R repetitions of the left-out periods at positions at + (k − 1)·len,
+     * k = 1 .. R: walk them from the first until a probe of the j-th holds
+     * (probe_note, from j = 2), then count the j-th for the (j+1)-th ..
+     * (R − 1)-th and walk the last. */
+    R = w->view && !w->fn ? engine_stream_period(w->e, cs, &at, &len) : 0;
+    int64_t j = 2;
+    struct step_split before;
+    memset(&before, 0, sizeof before);
     for (int64_t i = 0; i < n; i++) {
+        if (len > 0 && j + 2 <= R && i == at + (j - 1) * len) {
+            before = *x;
+            w->probing = true;
+            w->probe_fail = false;
+            w->probe_j = j;
+            w->probe_short = 0;
+        } else if (w->probing && i == at + j * len) {
+            w->probing = false;
+            if (!w->probe_fail && w->probe_short == 0) {
+                for (int k = 0; k < N_SPLIT; k++)
+                    x->part[k] += (R - j - 1) * (x->part[k] - before.part[k]);
+                prev_end += (R - j - 1) * engine_period(w->e);
+                i = at + (R - 1) * len;
+                j = R; /* no more probes */
+            } else {
+                j = w->probe_fail ? R : j + w->probe_short;
+                if (j + 2 <= R && i == at + (j - 1) * len) { /* the next copy: probe it now */
+                    before = *x;
+                    w->probing = true;
+                    w->probe_fail = false;
+                    w->probe_j = j;
+                    w->probe_short = 0;
+                }
+            }
+        }
         fop f = engine_full_op(w->e, cs, i);
         const struct op *o = &g->ops[f.id];
         mp_time a = f_start(w, f), b = f_end(w, f);
