@@ -180,37 +180,51 @@ static void walk_release(struct walk *w)
 }
 
 /* Probing: op `f` was looked at by the walk from an op of the j-th of the R
- * repetitions of the left-out periods. The repetitions are copies: on every
- * stream, positions at − len .. at + R·len − 1 (engine_stream_period) are
- * the same ops with every time one Δ later per len positions. So the walk
- * from the k-th repetition (j < k < R) is the walk from the j-th, len·(k −
- * j) positions and (k − j)·Δ on, if every op it looks at stays among them
- * when moved that far: at − len ≤ position < at + (j + 1)·len. An op before
- * that (a backward's forward, many periods earlier) says how many
- * repetitions later a probe would hold (probe_short); one after it, or on
- * a stream that does not repeat, fails the probe. */
-static void probe_note(struct walk *w, fop f)
+ * repetitions of the left-out periods, for a wait that began at `a`. The
+ * repetitions are copies: on every stream, positions at − len .. at + R·len
+ * − 1 (engine_stream_period) are the same ops with every time one Δ later
+ * per len positions. So the walk from the k-th repetition (j < k < R) is
+ * the walk from the j-th, len·(k − j) positions and (k − j)·Δ on, if every
+ * op it looks at stays among them when moved that far: at − len ≤ position
+ * < at + (j + 1)·len. One looked at and passed over because it ended by
+ * `a` (a backward's forward, many periods earlier) may lie before: it is
+ * passed over again, k − j repetitions on, if the op that far on ends by
+ * a + (k − j)·Δ, which is checked up to the first such op among the
+ * copies (from there both move by Δ). Any other op before says how many
+ * repetitions later a probe could hold (probe_short); one after, or on a
+ * stream that does not repeat, fails the probe. */
+static void probe_note(struct walk *w, fop f, mp_time a)
 {
     if (!w->probing || w->probe_fail || f.id < 0) return;
     const struct op *o = &w->g->ops[f.id];
+    int st = o->chip * N_STREAMS + o->stream;
     int64_t at;
     int len;
-    engine_stream_period(w->e, o->chip * N_STREAMS + o->stream, &at, &len);
+    engine_stream_period(w->e, st, &at, &len);
     int64_t q = engine_fop_pos(w->e, f);
     if (len <= 0 || q >= at + (w->probe_j + 1) * (int64_t)len) {
         w->probe_fail = true;
         return;
     }
-    if (q < at - len) {
-        int64_t short_by = (at - len - q + len - 1) / len;
-        if (short_by > w->probe_short) w->probe_short = short_by;
+    if (q >= at - len) return;
+    if (f_end(w, f) <= a) {
+        mp_time delta = engine_period(w->e);
+        bool ok = true;
+        for (int64_t k = 1; ok; k++) {
+            int64_t qk = q + k * len;
+            ok = f_end(w, engine_full_op(w->e, st, qk)) <= a + k * delta;
+            if (qk >= at - len) break;
+        }
+        if (ok) return;
     }
+    int64_t short_by = (at - len - q + len - 1) / len;
+    if (short_by > w->probe_short) w->probe_short = short_by;
 }
 
 /* `bind` of an op of the full step. An op not ahead is one the run
  * simulated before its jump, with its predecessors: the graph's own (but
- * a probe looks at each). */
-static fop bind_of(struct walk *w, fop f)
+ * a probe looks at each; `a`: where the wait being walked began). */
+static fop bind_of(struct walk *w, fop f, mp_time a)
 {
     if (f.id < 0) return f;
     if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
@@ -218,12 +232,12 @@ static fop bind_of(struct walk *w, fop f)
     mp_time best_end = 0;
     for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
         fop u = engine_fop_pred(w->e, f, w->pred[k]);
-        probe_note(w, u);
+        probe_note(w, u, a);
         mp_time t = f_end(w, u);
         if (best.id < 0 || t > best_end) best = u, best_end = t;
     }
     fop prev = engine_fop_prev(w->e, f);
-    probe_note(w, prev);
+    probe_note(w, prev, a);
     if (prev.id >= 0 && (best.id < 0 || f_end(w, prev) > best_end)) best = prev;
     return best;
 }
@@ -310,7 +324,7 @@ static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp
             break;
         }
         }
-        y = bind_of(w, y);
+        y = bind_of(w, y, a);
     }
 }
 
@@ -364,7 +378,7 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
         const struct op *o = &g->ops[f.id];
         mp_time a = f_start(w, f), b = f_end(w, f);
         if (b <= a) continue;
-        if (a > prev_end) walk_back(w, x, d, prev_end, a, bind_of(w, f), SPLIT_BUBBLE);
+        if (a > prev_end) walk_back(w, x, d, prev_end, a, bind_of(w, f, prev_end), SPLIT_BUBBLE);
         switch (o->tag) {
         case TAG_F: case TAG_B: case TAG_W: case TAG_BW: case TAG_FB: {
             mp_time rc = 0;
