@@ -227,6 +227,13 @@ struct cost_params {
      * the tokens each rank actually receives, and `params` counts the chip's
      * share of them (experts ÷ ep, not ÷ tp). */
     int ep;
+    /* The attention kernels (issue 14): FlashAttention keeps no s² scores
+     * (only a 4-byte log-sum-exp per head and token) and recomputes inside
+     * its backward, so selective recompute has nothing left to re-run;
+     * without dropout no masks are kept. Both false (zero) is Korthikanti's
+     * unfused attention with dropout, the default of this struct. */
+    bool flash;
+    bool no_dropout;
     /* Context-parallel degree (0 or 1 = none; branch context, issue 17):
      * each rank holds seq_len / cp tokens of every sequence, so every
      * per-token cost and activation shrinks by cp, while attention's keys

@@ -78,10 +78,11 @@ static double decoder_act_bytes(const struct model *m, const struct layer *L,
         return tok * h * A / (cp->sp ? t : 1); /* only the layer input */
 
     /* Per block (mixer, MLP): its input and its norm's input (h elements
-     * each) and a 1-byte dropout mask of h: 10h at 16 bits for a layer of
-     * two blocks, half for Nemotron-H's one-block layers. */
+     * each) and a 1-byte dropout mask of h (none without dropout): 10h at
+     * 16 bits for a layer of two blocks, half for Nemotron-H's one-block
+     * layers. */
     double blocks = (L->mixer != MIXER_NONE) + (L->mlp != MLP_NONE);
-    double rep = blocks * (2 * h * A + h);
+    double rep = blocks * (2 * h * A + (cp->no_dropout ? 0 : h));
     double attn_el = kind_act_elems(m, L->mixer);
     double mlp_el = 0, per = m->gated_mlp ? 3 : 2;
     if (L->mlp == MLP_MOE)
@@ -91,8 +92,11 @@ static double decoder_act_bytes(const struct model *m, const struct layer *L,
         mlp_el = per * m->intermediate;
     double split = (attn_el + mlp_el) * A;
     double score = 0;
-    if ((L->attn == ATTN_FULL || L->attn == ATTN_MLA) && cp->recompute != RECOMPUTE_SELECTIVE)
-        score = (double)m->heads * s * (2 * A + 1);
+    bool softmax = L->attn == ATTN_FULL || L->attn == ATTN_MLA;
+    if (softmax && cp->flash)
+        score = (double)m->heads * 4; /* FlashAttention's fp32 log-sum-exp */
+    else if (softmax && cp->recompute != RECOMPUTE_SELECTIVE)
+        score = (double)m->heads * s * (cp->no_dropout ? A : 2 * A + 1);
     /* Each part is an integer count of bytes over the microbatch before the
      * division, so exact sizes stay exact. */
     return tok * rep / (cp->sp ? t : 1) + tok * split / t + tok * score / t;
@@ -139,7 +143,7 @@ static void decoder_cost(const struct model *m, const struct layer *L,
     out->flops_f = (mm + attn) / t;
     out->flops_b = (mm + 2 * attn) / t;
     out->flops_w = mm / t;
-    if (cp->recompute == RECOMPUTE_SELECTIVE) out->flops_recompute = attn / t;
+    if (cp->recompute == RECOMPUTE_SELECTIVE && !cp->flash) out->flops_recompute = attn / t;
     else if (cp->recompute == RECOMPUTE_FULL) out->flops_recompute = out->flops_f;
 
     out->act_bytes = decoder_act_bytes(m, L, cp, A);

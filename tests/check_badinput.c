@@ -91,6 +91,9 @@ static const struct bad cases[] = {
     { F_SCEN, "[model]\nkind = synthetic\n[synthetic]\nactivation = 8Gb\n", 0, 4,
       "synthetic.activation", 0 },
     { F_SCEN, "[model]\nseq_len = \xff\xfe\n", 0, 2, "model.seq_len", 0 },
+    /* FP8 GEMMs on a chip without an FP8 peak (A100) */
+    { F_SCEN, "[model]\nconfig = llama3-8b\ncompute_bits = 8\n[hardware]\nsystem = dgx-a100\n",
+      0, 0, "model.compute_bits", 0 },
     { F_SCEN, "[mod\xc3\x28l]\nkind = synthetic\n", 0, 1, "unknown section", 0 },
     { F_SCEN, "[model]\nkind = synth\xe9tic\n", 0, 2, "model.kind", 0 },
     { F_SCEN, "[model]\nkind = synthetic\n[parallel]\npp", 0, 4, "syntax error", 0 },
@@ -146,6 +149,12 @@ static const struct bad cases[] = {
     { F_SET, "synthetic.forward=NaN", 0, 0, "synthetic.forward", 0 },
     { F_SET, "synthetic.forward=Infinity", 0, 0, "synthetic.forward", 0 },
     { F_SET, "synthetic.activation=-0.5GB", 0, 0, "synthetic.activation", 0 },
+    /* issue 14: recipes, attention kinds, GEMM precision */
+    { F_SET, "training.recipe=megatron-2021", 0, 0, "training.recipe", 0 },
+    { F_SET, "training.attention=fused", 0, 0, "training.attention", 0 },
+    { F_SET, "training.grad_reduce=fp16", 0, 0, "training.grad_reduce", 0 },
+    { F_SET, "model.compute_bits=12", 0, 0, "model.compute_bits", 0 },
+    { F_SET, "model.compute_bits=4", 0, 0, "model.compute_bits", 0 },
     { F_SET, "training.micro_batch=0", 0, 0, "training.micro_batch", 0 },
     { F_SET, "training.global_batch=100000000", 0, 0, "training.global_batch", 0 },
     { F_SET, "parallel.sp=maybe", 0, 0, "parallel.sp", 0 },

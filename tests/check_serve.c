@@ -79,7 +79,7 @@ START_TEST(one_request_latency_by_hand)
     mp_time stages = 0, first = 0;
     for (int pass = 0; pass < 4; pass++) {
         struct serve_item it = { .tokens = pass ? 1 : 1000, .past = pass ? 1000 + pass - 1 : 0,
-                                 .emits = true };
+                                 .emits = true, .decode = pass > 0 };
         for (int st = 0; st < 59; st++) stages += serve_stage_time(&s, st, &it, 1);
         if (pass == 0) first = stages;
     }
@@ -91,16 +91,27 @@ START_TEST(one_request_latency_by_hand)
     ck_assert_int_eq(s.res.output_tokens, 4);
     ck_assert_int_eq(s.res.max_inflight, 1);
 
-    /* One stage time by hand: wafer 1 holds one full-attention layer; a
-     * decode token at 1000 cached tokens does
-     *   FLOPs 2 × 577,683,456 active params + 4 × 64 heads × 128 × 1001
-     *       = 1,188,167,680 → / (62.5 PF × 0.8) = 23,763.35 ps, and reads
-     *   bytes 112,688,128 (attention, norms, router, shared experts at 4 bits)
-     *       + 8/720 of 15,854,469,120 (routed experts) + 1001 × 2048 (KV)
-     *       + 2 × 14,336 (activations in and out) ≈ 291.0 MB → 15,392 ps;
-     * the compute side wins: 23,763 ps. */
-    struct serve_item dec = { .tokens = 1, .past = 1000, .emits = true };
-    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 23763);
+    /* One stage time by hand: wafer 1 holds one full-attention MoE layer; a
+     * decode token at 1000 cached tokens runs (hardware/kernels.csv rows of
+     * cerebras-wse3: GEMMs at 62.5 PF × 0.80 with no waves, plus the generic
+     * 128 K elements of per-tile work; memory at 21 PB/s × 0.90; no launch):
+     *   GEMMs, each compute-bound at M = 1, 2·N·(K + 128) FLOPs: qkv
+     *     10240 × 7296, attention out 7168 × 8320, router 720 × 7296, shared
+     *     experts up 8192 × 7296 and down 7168 × 4224, the 8 routed experts
+     *     reached, up 8 × 4096 × 7296 and down 8 × 7168 × 2176: 1,187,008,512
+     *     FLOPs / 5e16 = 23,740.2 ps;
+     *   memory-bound kernels: two norms and two residual adds (2 + 2 + 3 + 3
+     *     passes of 14,336 B), rotary 2 × 72 heads × 128 × 2, top-k 3 × 720 ×
+     *     4, permute and unpermute 2 × 14,336 × 9, SwiGLU 3 × 8,192 and 3 ×
+     *     32,768: 569,792 B / 1.89e16 = 30.1 ps;
+     *   decode attention: 4 × 64 × 128 × 1001 = 32,800,768 FLOPs at the
+     *     generic flash share at d = 128, non-causal, 1001 keys: between
+     *     0.5788 (512) and 0.6555 (1024), 489/512 of the way: 0.6521 →
+     *     32,800,768 / (62.5e15 × 0.6521) = 804.8 ps (its 2.08 MB of KV and
+     *     q/o read at 1.89e16 take 110 ps, less);
+     * 23,740.2 + 30.1 + 804.8 = 24,575 ps. */
+    struct serve_item dec = { .tokens = 1, .past = 1000, .emits = true, .decode = true };
+    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 24575);
     serve_release(&s);
 
     /* On the real CS-3 chain (1.2 Tb/s) each hop adds the activations' bytes:

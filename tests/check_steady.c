@@ -8,7 +8,8 @@
  * to the picosecond and the byte, and its timeline and trace byte for byte.
  * It is checked on every shipped training scenario and on randomized
  * layouts (schedules, TP/SP, DP and ZeRO, recompute, offload, hand-off
- * delays, fidelity), at least 50 of which do skip. On the same layouts the
+ * delays, fidelity, the precision recipe, overlap_param_gather, unfused
+ * attention), at least 50 of which do skip. On the same layouts the
  * closed-form bound never exceeds the simulated step or memory peak. */
 #define _GNU_SOURCE /* open_memstream */
 #include <cJSON.h>
@@ -234,6 +235,15 @@ static void random_layout(gsl_rng *r, struct config *cfg)
             static const char *const offs[] = { "optimizer", "optimizer+weights", "all" };
             off = zero == 3 ? offs[gsl_rng_uniform_int(r, 3)] : "optimizer";
         }
+        /* The kernel model's software stack (docs/recipes.md): precisions
+         * of the gradients and moments, the distributed optimizer's early
+         * weight gather, unfused attention, TP comm overlap. */
+        SET("training.grad_reduce=%s", gsl_rng_uniform(r) < 0.3 ? "bf16" : "fp32");
+        SET("training.optimizer_state=%s", gsl_rng_uniform(r) < 0.2 ? "bf16" : "fp32");
+        SET("training.overlap_param_gather=%s", gsl_rng_uniform(r) < 0.4 ? "true" : "false");
+        SET("training.attention=%s", gsl_rng_uniform(r) < 0.15 ? "unfused" : "flash");
+        if (tp > 1)
+            SET("parallel.tp_comm_overlap=%s", gsl_rng_uniform(r) < 0.3 ? "true" : "false");
     }
     SET("training.zero=%d", zero);
     SET("training.offload=%s", off);
@@ -262,12 +272,13 @@ START_TEST(random_layouts_are_identical_and_bounded)
         if (run(&s, &cfg, false, false) == MP_OK && sim_bound(&cfg, NULL, &b, &err) == MP_OK) {
             ck_assert_msg(b.step <= s.res.step_time,
                           "%s (%s %s tp %d pp %d vpp %d dp %d mb %d gb %d zero %d off %d rec %d "
-                          "sp %d ov %d fid %d ovl %d): bound %lld > step %lld",
+                          "sp %d ov %d fid %d ovl %d opg %d gr %d): bound %lld > step %lld",
                           what, cfg.model.config, cfg.training.schedule, cfg.parallel.tp,
                           cfg.parallel.pp, cfg.parallel.vpp, cfg.parallel.dp,
                           cfg.training.micro_batch, cfg.training.global_batch, cfg.training.zero,
                           cfg.training.offload, cfg.training.recompute, cfg.parallel.sp,
                           cfg.parallel.tp_overlap, cfg.run.fidelity, cfg.training.dp_overlap,
+                          cfg.training.overlap_param_gather, cfg.training.grad_reduce,
                           (long long)b.step, (long long)s.res.step_time);
             double peak = 0;
             for (int d = 0; d < s.res.stages; d++)

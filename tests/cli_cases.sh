@@ -154,6 +154,21 @@ expect 2 "training.memory_limit|microbatch activations|lots" -- run scenarios/te
 expect 2 "training.memory_limit|-2" -- run scenarios/teach-bubbles.ini --set training.memory_limit=-2 $O
 expect 2 "synthetic.forward_backward|duration|3" -- run scenarios/teach-bubbles.ini --set synthetic.forward_backward=3 $O
 
+# --- the kernel calibration table (hardware/kernels.csv) and its keys (issue 14)
+mkdir -p "$T/home"
+cp -r hardware "$T/home/"
+ln -s "$(pwd)/models" "$T/home/models"
+K="$T/home/hardware/kernels.csv"
+printf 'a100-sxm,gemm,bf16,-,-,-,1.5,too good\n' >>"$K"
+export MPSIM_HOME="$T/home"
+expect 2 "hardware/kernels.csv:$(wc -l <"$K"):|column value|at most 1" -- run scenarios/megatron-gpt3-175b.ini $O
+cp hardware/kernels.csv "$K"
+grep -v '^a100-sxm,launch,' hardware/kernels.csv >"$K"
+expect 2 "hardware/kernels.csv:|chip a100-sxm has no launch row|expected" -- run scenarios/megatron-gpt3-175b.ini $O
+unset MPSIM_HOME
+expect 2 "model.compute_bits = 8|a100-sxm has no FP8 peak|expected 16" -- run scenarios/megatron-gpt3-175b.ini --set model.compute_bits=8 $O
+expect 2 "training.recipe|megatron-2021|none, megatron-2022, megatron-core" -- run scenarios/megatron-gpt3-175b.ini --set training.recipe=megatron-2021 $O
+expect 2 "training.attention|flash, unfused" -- run scenarios/megatron-gpt3-175b.ini --set training.attention=sparse $O
 # --- context parallelism and given stages (branch context, issue 17)
 L8='--set model.kind=transformer --set model.config=llama3-8b --set model.seq_len=4096'
 expect 2 "parallel.stage_layers|3 entries|parallel.pp = 4" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,16 $O

@@ -17,6 +17,8 @@ static const char run_usage_text[] =
     "                           timeline (default: one row per pass, from stage 0 to the last)\n"
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
+    "  --breakdown              where each stage pass's time goes: kernels by class and the\n"
+    "                           hardware/kernels.csv line that priced them (--json: key breakdown)\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
     "\n"
     "Outputs are written to a temporary file and renamed when complete.\n"
@@ -25,7 +27,7 @@ static const char run_usage_text[] =
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false, detail = false;
+    bool json = false, validate = false, breakdown = false, detail = false;
     double tokens = 0;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
@@ -39,6 +41,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--breakdown")) {
+            breakdown = true;
         } else if (!strcmp(a, "--timeline-detail")) {
             detail = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
@@ -53,7 +57,7 @@ int cli_run(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             return cli_unknown_option("run", a, (const char *const[]){ "--set", "--json",
                                       "--timeline", "--trace", "--validate", "--tokens",
-                                      "--help", NULL });
+                                      "--breakdown", "--timeline-detail", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("run: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -74,7 +78,8 @@ int cli_run(int argc, char **argv)
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
-                                .token_budget = tokens, .record_released = timeline != NULL };
+                                .token_budget = tokens, .breakdown = breakdown,
+                                .record_released = timeline != NULL };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked

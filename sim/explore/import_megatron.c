@@ -343,7 +343,12 @@ static int apply(struct mega *m, struct imp *im, struct mp_error *err)
     snprintf(v, sizeof v, "%d", m->gb ? m->gb : mb * dp);
     SET("training.global_batch", v, from_or(m, A_GB, "no --global-batch-size: micro batch × dp"));
     if (m->sp) SET("parallel.sp", "true", m->from[A_SP]);
-    if (m->tp_ovl) SET("parallel.tp_overlap", "true", m->from[A_TP_OVL]);
+    if (m->tp_ovl) {
+        /* Megatron-Core's userbuffer overlap: the backward's collectives and
+         * the SP forward's all-gather / reduce-scatter under the GEMMs. */
+        SET("parallel.tp_overlap", "true", m->from[A_TP_OVL]);
+        if (m->sp) SET("parallel.tp_comm_overlap", "true", m->from[A_TP_OVL]);
+    }
     /* Recompute. */
     if (m->rc_gran[0] || m->rc_act) {
         const char *g = m->rc_gran[0] ? m->rc_gran : "selective";
@@ -378,9 +383,7 @@ static int apply(struct mega *m, struct imp *im, struct mp_error *err)
     snprintf(from, sizeof from, "%s: %.0f parameters × 4 B",
              m->bucket ? m->from[A_BUCKET] : "Megatron's default bucket, max(40M, 1M × dp)", params);
     SET("training.dp_bucket", v, from);
-    if (m->ovl_param)
-        imp_warn(im, "--overlap-param-gather: not modelled yet (the distributed optimizer's "
-                     "parameter all-gather runs after the optimizer step)");
+    if (m->ovl_param) SET("training.overlap_param_gather", "true", m->from[A_OVL_PARAM]);
 #undef SET
     return MP_OK;
 }

@@ -12,7 +12,7 @@
 
 #include <gsl/gsl_errno.h>
 
-#include "hardware/efficiency.h"
+#include "hardware/calib.h"
 #include "hardware/system.h"
 #include "models/model.h"
 #include "sim/strategy/offload.h"
@@ -676,13 +676,14 @@ struct shared {
     struct model m;
     struct chip_catalog cat;
     struct system sys;
-    struct efficiency eff;
+    struct calib calib;
     struct sim_inputs in;
-    int loaded; /* 1 model, 2 + catalogue, 3 + system */
+    int loaded; /* 1 model, 2 + catalogue, 3 + system, 4 + kernel calibration */
 };
 
 static void shared_release(struct shared *sh)
 {
+    if (sh->loaded >= 4) calib_release(&sh->calib);
     if (sh->loaded >= 3) system_release(&sh->sys);
     if (sh->loaded >= 2) chip_catalog_release(&sh->cat);
     if (sh->loaded >= 1) model_release(&sh->m);
@@ -703,9 +704,10 @@ static int shared_load(struct shared *sh, const struct config *base, int chips,
     if (!rc) rc = system_load(&sh->sys, path, base->hardware.nodes, chips, &sh->cat, err);
     if (rc) return rc;
     sh->loaded = 3;
-    if ((rc = efficiency_load_default(&sh->eff, sh->sys.chip.name, err))) return rc;
+    if ((rc = calib_load_default(&sh->calib, &sh->sys.chip, err))) return rc;
+    sh->loaded = 4;
     sh->in = (struct sim_inputs){ .model = &sh->m, .catalog = &sh->cat, .sys = &sh->sys,
-                                  .eff = &sh->eff };
+                                  .calib = &sh->calib };
     return MP_OK;
 }
 

@@ -327,11 +327,45 @@ const struct config_key *config_find_key(const char *name)
     return NULL;
 }
 
+static int set_key(struct config *cfg, const struct config_key *k, const char *value,
+                   const char *where, struct mp_error *err);
+
 int config_set_key(struct config *cfg, const char *key, const char *value,
                    const char *where, struct mp_error *err)
 {
     const struct config_key *k = config_find_key(key);
     if (!k) return fail_unknown_dotted(err, where, key);
+    int rc = set_key(cfg, k, value, where, err);
+    if (rc) return rc;
+    /* Recorded as given, so a recipe leaves it alone (config_recipe.c). */
+    size_t i = (size_t)(k - config_keys);
+    if (i < 64 * sizeof cfg->key_given / sizeof cfg->key_given[0])
+        cfg->key_given[i / 64] |= (uint64_t)1 << (i % 64);
+    /* Only the recipe key changes what a recipe fills: any other key is
+     * now given and keeps its value whatever the recipe. */
+    if (strcmp(k->name, "training.recipe") == 0) config_recipe_apply(cfg);
+    return MP_OK;
+}
+
+int config_set_key_quiet(struct config *cfg, const char *key, const char *value,
+                         struct mp_error *err)
+{
+    const struct config_key *k = config_find_key(key);
+    if (!k) return fail_unknown_dotted(err, "recipe", key);
+    return set_key(cfg, k, value, "recipe", err);
+}
+
+bool config_key_given(const struct config *cfg, const char *key)
+{
+    const struct config_key *k = config_find_key(key);
+    size_t i = k ? (size_t)(k - config_keys) : SIZE_MAX;
+    return k && i < 64 * sizeof cfg->key_given / sizeof cfg->key_given[0] &&
+           (cfg->key_given[i / 64] >> (i % 64) & 1);
+}
+
+static int set_key(struct config *cfg, const struct config_key *k, const char *value,
+                   const char *where, struct mp_error *err)
+{
 
     /* Trim, and drop one pair of double quotes around strings, which people
      * write in INI files out of habit. */
@@ -434,6 +468,7 @@ void config_defaults(struct config *cfg)
         (void)rc;
     }
     cfg->inference.present = false; /* defaults are not a request to serve */
+    memset(cfg->key_given, 0, sizeof cfg->key_given); /* defaults are not given */
 }
 
 int config_set(struct config *cfg, const char *assignment, const char *where,

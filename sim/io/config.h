@@ -21,6 +21,10 @@ enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
 enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
+/* Training recipes (issue 14; docs/recipes.md), in the key table's order. */
+enum attention_kind { ATTENTION_FLASH, ATTENTION_UNFUSED };
+enum precision_kind { PRECISION_FP32, PRECISION_BF16 };
+enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
 
@@ -58,6 +62,7 @@ struct config {
         int kind;                /* enum model_kind */
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
+        int compute_bits;        /* GEMM precision: 16, or 8 (FP8 GEMMs) */
         /* issue 15: the architecture row (models/arch_table.c) to read the
          * config by, whatever its model_type says; "auto" = by model_type. */
         char family[64];
@@ -84,6 +89,7 @@ struct config {
         bool sp;
         bool tsp;           /* TP and SP folded on one axis of degree tp (cases.md §2) */
         bool tp_overlap;    /* backward TP all-reduce overlaps the weight-grad GEMMs */
+        bool tp_comm_overlap; /* SP forward: all-gather / reduce-scatter under the GEMMs */
         /* Context parallelism (branch context, issue 17): the sequence split
          * over cp ranks (sim/strategy/context.h); chips = tp × cp × pp × dp. */
         int cp;             /* degree */
@@ -104,6 +110,13 @@ struct config {
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
         int offload;        /* enum offload_kind (sim/strategy/offload.h) */
+        /* The software stack (docs/recipes.md). */
+        int attention;      /* enum attention_kind: flash | unfused */
+        bool dropout;       /* dropout on attention probabilities and hidden states */
+        int grad_reduce;    /* enum precision_kind: main gradients and their DP reduction */
+        int optimizer_state;/* enum precision_kind: Adam's moments */
+        bool overlap_param_gather; /* ZeRO-1/2 weight all-gather under the next forward */
+        int recipe;         /* enum recipe_kind: a named stack's defaults */
     } training;
 
     /* Serving (sim/serve/serve.h). `present` is set when any inference.* key is
@@ -151,6 +164,9 @@ struct config {
         bool steady_skip;   /* skip repeating periods of the steady state (engine.h) */
     } run;
 
+    /* Keys given by the scenario or --set (bit i: config_keys[i]), so a
+     * recipe (training.recipe) fills only the keys nobody gave. */
+    uint64_t key_given[4];
     /* [device_map]: Accelerate's device_map="auto" (sim/serve/device_map.h,
      * sim/serve/accel.h). With a policy, `mpsim run` generates the way
      * Accelerate runs the placed model, beside a real pipeline. */
@@ -234,6 +250,25 @@ int config_check(const struct config *cfg, struct mp_error *err);
  * naming where it looked. */
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err);
+
+/* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
+
+/* Set a key's value without recording it as given (recipes use it). */
+int config_set_key_quiet(struct config *cfg, const char *key, const char *value,
+                         struct mp_error *err);
+
+/* Whether the scenario or --set gave `key` (a dotted name). */
+bool config_key_given(const struct config *cfg, const char *key);
+
+/* Fill the keys nobody gave from the recipe of training.recipe (nothing for
+ * "none"). Called after every key set, so the result does not depend on
+ * the order keys are written in. */
+void config_recipe_apply(struct config *cfg);
+
+/* A recipe's settings, for docs and `mpsim list recipes`: NULL-terminated
+ * key/value pairs of recipe `r` (enum recipe_kind), and its summary. */
+const char *const *config_recipe_settings(int r);
+const char *config_recipe_summary(int r);
 
 /* Number of microbatches each pipeline sees per step:
  * global_batch / (micro_batch × dp). */

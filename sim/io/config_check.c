@@ -64,6 +64,10 @@ int config_check(const struct config *cfg, struct mp_error *err)
         return mp_fail(err, MP_ERR_INPUT,
                        "%skey training.dp_bucket = %g bytes: expected a size of at least 1KB",
                        prefix, cfg->training.dp_bucket);
+    if (cfg->model.compute_bits != 16 && cfg->model.compute_bits != 8)
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%skey model.compute_bits = %d: expected 16 (bf16 GEMMs) or 8 (FP8 GEMMs)",
+                       prefix, cfg->model.compute_bits);
     if (cfg->parallel.tsp && cfg->parallel.sp)
         return mp_fail(err, MP_ERR_INPUT,
                        "%sparallel.tsp = true and parallel.sp = true: expected one of them "

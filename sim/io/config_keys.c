@@ -27,6 +27,10 @@ const struct config_key config_keys[] = {
         "bits per activation element"),
     KEY("model.kv_bits", CONFIG_INT, model.kv_bits, "16", NULL, 4, 32,
         "bits per KV-cache element"),
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("model.compute_bits", CONFIG_INT, model.compute_bits, "16", NULL, 8, 16,
+        "GEMM precision: 16, or 8 for FP8 GEMMs at the chip's FP8 peak (hardware/kernels.csv "
+        "gemm fp8 rows)"),
     /* ---- issue 15 (models): the architecture row ---- */
     KEY("model.family", CONFIG_STRING, model.family, "auto", NULL, 1, 0,
         "architecture row to read model.config by (mpsim model --families lists them); auto "
@@ -68,6 +72,10 @@ const struct config_key config_keys[] = {
         "fold tensor and sequence parallelism on one axis of degree parallel.tp (TSP)"),
     KEY("parallel.tp_overlap", CONFIG_BOOL, parallel.tp_overlap, "false", NULL, 1, 0,
         "overlap the backward TP all-reduce with the weight-gradient GEMMs (Megatron)"),
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("parallel.tp_comm_overlap", CONFIG_BOOL, parallel.tp_comm_overlap, "false", NULL, 1, 0,
+        "with sequence parallelism, run the forward's all-gather under the column-parallel GEMMs "
+        "and its reduce-scatter under the row-parallel GEMM (Megatron-Core --tp-comm-overlap)"),
     /* Context parallelism and uneven stages (branch context, issue 17;
      * sim/strategy/context.h, docs/context_parallel.md). */
     /* 65536: a ring's pass has 2·cp + 4 segments per layer; published runs
@@ -101,6 +109,23 @@ const struct config_key config_keys[] = {
         "activations on a stage (M_B; 1F1B holds pp), a size (40GB) is bytes; 0 = pp × M_B"),
     /* [inference]: serving (sim/serve/serve.h, docs/serving.md). Any of these keys
      * makes `mpsim run` simulate serving instead of a training step. */
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("training.attention", CONFIG_ENUM, training.attention, "flash", "flash|unfused", 1, 0,
+        "flash: FlashAttention (no s^2 scores in memory); unfused: QK^T, softmax, dropout, AV "
+        "through HBM (Megatron 2021-22)"),
+    KEY("training.dropout", CONFIG_BOOL, training.dropout, "false", NULL, 1, 0,
+        "dropout on attention probabilities and hidden states (GPT-3-era recipes)"),
+    KEY("training.grad_reduce", CONFIG_ENUM, training.grad_reduce, "fp32", "fp32|bf16", 1, 0,
+        "main gradients and their data-parallel reduction: fp32, or bf16 (Megatron "
+        "--grad-reduce-in-bf16)"),
+    KEY("training.optimizer_state", CONFIG_ENUM, training.optimizer_state, "fp32", "fp32|bf16",
+        1, 0, "Adam's moments: fp32, or bf16 (precision-aware optimizer); master weights stay fp32"),
+    KEY("training.overlap_param_gather", CONFIG_BOOL, training.overlap_param_gather, "false",
+        NULL, 1, 0, "ZeRO-1/2: gather the updated weights under the next step's forward "
+                    "instead of after the optimizer (Megatron --overlap-param-gather)"),
+    KEY("training.recipe", CONFIG_ENUM, training.recipe, "none",
+        "none|megatron-2022|megatron-core", 1, 0,
+        "a software stack's defaults for the keys the scenario leaves out (docs/recipes.md)"),
     KEY("inference.rate", CONFIG_DOUBLE, inference.rate, "5", NULL, 1e-6, 1e12,
         "Poisson arrival rate, requests per second"),
     KEY("inference.requests", CONFIG_INT, inference.requests, "100", NULL, 1, 10000000,

@@ -97,6 +97,7 @@ struct accel_gen {
     /* Memory a call needs on each GPU: resident weights + KV/state of the
      * layers computing there + the largest offloaded module in transit. */
     double gpu_need[DM_MAX_GPUS], gpu_kv[DM_MAX_GPUS];
+    char kernels[512];        /* which calibration rows priced the kernels */
 };
 
 /* A pipeline of the same model on the map's GPUs (inference.placement =

@@ -17,24 +17,35 @@ static double sec(mp_time t) { return t / 1e12; }
 /* ---- pricing through serving's price path -------------------------------------- */
 
 /* A serve shell whose "stages" are the model's layers one by one, so that
- * serve_sum_time prices exactly one layer on the system's chip. */
-static struct serve *pricer_new(const struct accel_setup *a, int weight_bits)
+ * serve_batch_time prices exactly one layer on the system's chip, through
+ * the kernels serving runs (models/kernels.h), launched one by one as eager
+ * PyTorch does and with no serving scheduler's host step. */
+static void pricer_free(struct serve *s);
+
+static struct serve *pricer_new(const struct accel_setup *a, int weight_bits,
+                                struct mp_error *err)
 {
     struct serve *s = mp_xcalloc(1, sizeof *s);
     s->cfg = a->cfg;
     s->cfg.model.weight_bits = weight_bits;
     s->pr.model = a->model; /* borrowed: released by the setup, never here */
     s->pr.chip = a->sys.chip;
+    s->sys.chip = a->sys.chip; /* what serve_price_layers prices on */
     int n = a->model.n_layers;
     s->pr.plan.stages = s->stages = n;
     s->pr.plan.stage = mp_xcalloc((size_t)n, sizeof *s->pr.plan.stage);
     for (int l = 0; l < n; l++) s->pr.plan.stage[l].first = s->pr.plan.stage[l].last = l;
-    serve_price_layers(s);
+    if (serve_price_layers(s, err)) { /* a bad calibration table, FP8 without a peak */
+        pricer_free(s);
+        return NULL;
+    }
+    serve_price_eager(s);
     return s;
 }
 
 static void pricer_free(struct serve *s)
 {
+    serve_price_release(s);
     free(s->layers);
     free(s->layer_off);
     free(s->pr.plan.stage);
@@ -199,11 +210,13 @@ static mp_time forward(struct runner *x, int b, int T, int past, mp_time t0)
             t += s;
         }
         if (mod->model_layer >= 0) {
-            /* serve_sum_time(T, pairs, ctx, items, emits): the last position
-             * of every sequence emits a token. */
-            double pairs = tok * ((double)past + T);
-            mp_time c = serve_sum_time(x->price, mod->model_layer, tok, pairs,
-                                       (double)b * past, b, b);
+            /* b sequences of T tokens after `past` cached ones: the prompt
+             * (causal) or a decode step; the last position of every
+             * sequence emits a token. */
+            struct kernel_batch kb = { 0 };
+            for (int q = 0; q < b; q++)
+                serve_batch_add(x->price, &kb, T, past, past > 0 && T == 1, true);
+            mp_time c = serve_batch_time(x->price, mod->model_layer, &kb);
             record(x, t, c, u->exec, AR_COMPUTE, u->mod, mod->model_layer, 0);
             if (u->dev >= 0) g->compute_resident += c;
             else g->compute_offloaded += c;
@@ -375,12 +388,17 @@ int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *
         free(x.u);
         return rc;
     }
-    x.price = pricer_new(a, priced_bits(&a->dtype));
+    x.price = pricer_new(a, priced_bits(&a->dtype), err);
+    if (!x.price) {
+        free(x.u);
+        return err ? err->status : MP_ERR_INPUT;
+    }
     g->prefill = forward(&x, g->batch, g->prompt, 0, 0);
     for (int k = 1; k < g->output; k++) {
         x.forward_index = k;
         g->decode += forward(&x, g->batch, 1, g->prompt + k - 1, g->prefill + g->decode);
     }
+    serve_price_describe(x.price, g->kernels, sizeof g->kernels);
     pricer_free(x.price);
     g->call = g->prefill + g->decode;
     /* The comparison's workload: every request arriving at once, so request
@@ -427,6 +445,7 @@ void accel_report_text(FILE *f, const struct accel_setup *a, const struct accel_
                "call, %d request%s = %d call%s one after another (inference.*)\n",
             g->prompt, g->output, g->batch, g->batch == 1 ? "" : "s", g->requests,
             g->requests == 1 ? "" : "s", g->calls, g->calls == 1 ? "" : "s");
+    fprintf(f, "kernels     %s\n", g->kernels);
     fprintf(f, "accelerate  TTFT %.2f ms, then %.2f ms per token (%.2f tokens/s per call); "
                "all requests in %.3f s = %.2f tokens/s\n", sec(g->prefill) * 1e3,
             g->output > 1 ? sec(g->decode) * 1e3 / (g->output - 1) : 0, g->decode_tokens_per_s,
@@ -501,6 +520,7 @@ void accel_report_json(FILE *f, const struct accel_setup *a, const struct accel_
     cJSON_AddNumberToObject(x, "output_tokens", g->output);
     cJSON_AddNumberToObject(x, "batch", g->batch);
     cJSON_AddNumberToObject(x, "requests", g->requests);
+    cJSON_AddStringToObject(x, "kernels", g->kernels);
     cJSON_AddNumberToObject(x, "ttft_s", sec(g->prefill));
     cJSON_AddNumberToObject(x, "ttft_p50_all_at_once_s", g->ttft_p50_all_s);
     cJSON_AddNumberToObject(x, "tpot_s", g->output > 1 ? sec(g->decode) / (g->output - 1) : 0);

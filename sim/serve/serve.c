@@ -150,17 +150,16 @@ static void form(struct serve *s, int k)
         s->res.admitted++;
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
-    sl->tokens = T;
-    sl->pairs = sl->ctx = sl->items = sl->emits = 0;
+    memset(&sl->b, 0, sizeof sl->b);
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
-        int past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
-        sl->pairs += (double)r->chunk * (past + r->chunk);
-        sl->ctx += past;
-        sl->items++;
-        sl->emits += r->prefilled == r->prompt || r->prefilled + r->chunk == r->prompt;
+        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
+        bool decode = r->prefilled == r->prompt;
+        serve_batch_add(s, &sl->b, r->chunk, past, decode,
+                        decode || r->prefilled + r->chunk == r->prompt);
     }
+    sl->b.tokens = T;
 }
 
 static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end);
@@ -172,7 +171,7 @@ static void start_stage(struct serve *s, int st, mp_time now)
     s->sq_head[st] = (s->sq_head[st] + 1) % s->slots;
     s->sq_n[st]--;
     struct serve_slot *sl = &s->slot[k];
-    mp_time d = serve_sum_time(s, st, sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+    mp_time d = serve_slot_time(s, st, sl);
     struct serve_stage_report *rep = &s->res.stage[st];
     if (rep->first_start < 0) rep->first_start = now;
     rep->busy += d;
@@ -201,7 +200,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
         s->req[mem[i]].admitted = now;
     if (s->res.admitted != before) kv_log(s, now);
     bool was = s->slot[k].active;
-    s->slot[k].active = s->slot[k].tokens > 0;
+    s->slot[k].active = s->slot[k].b.tokens > 0;
     s->n_idle += (int)was - (int)s->slot[k].active;
     if (s->fast) {
         /* Its event, if any, was taken off when it was handled. */
@@ -278,7 +277,7 @@ static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time e
     if (st == 0) {
         const struct serve_slot *sl = &s->slot[k];
         struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
-                                    .emits = (int)sl->emits, .tokens = sl->tokens };
+                                    .emits = (int)sl->b.emits, .tokens = sl->b.tokens };
         const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
         for (int i = 0; i < sl->n; i++) {
             const struct serve_request *r = &s->req[mem[i]];
@@ -351,7 +350,7 @@ static void handle(void *ctx, const struct eventq_event *ev)
             mp_time start = now;
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
-            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].tokens) - s->hop[st];
+            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].b.tokens) - s->hop[st];
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = st + 1;
@@ -359,7 +358,7 @@ static void handle(void *ctx, const struct eventq_event *ev)
             if (s->rec && s->stages > 1)
                 record_hop(s, start, start + ser + s->hop[st], st, id);
         } else {
-            int emits = (int)s->slot[id].emits;
+            int emits = (int)s->slot[id].b.emits;
             serve_emit(s, id, now);
             schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
             if (s->rec && s->stages > 1)
@@ -468,7 +467,7 @@ static int setup(struct serve *s, struct mp_error *err)
     s->has_sys = true;
     s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
     for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
-    serve_price_layers(s);
+    if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
     s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
     struct serve_result *r = &s->res;
@@ -566,6 +565,7 @@ void serve_release(struct serve *s)
     if (s->has_sys) system_release(&s->sys);
     chip_catalog_release(&s->catalog);
     if (s->slot) eventq_release(&s->q);
+    serve_price_release(s);
     free(s->stage_chip);
     free(s->layers);
     free(s->layer_off);

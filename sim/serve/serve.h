@@ -33,12 +33,17 @@
  * first served: when the head of the queue does not fit, everyone waits
  * (no preemption). Free memory per chip = capacity − weights.
  *
- * Costs of one pass on a stage, per layer, roofline (chip_op_time): matmul
- * FLOPs 2 × tokens × active parameters; attention 4 × heads × d × Σ tokens ×
- * (cached + tokens) for full attention, 4 × tokens × heads × d² for linear;
- * bytes: the weights the tokens reach (MoE: experts hit under uniform
- * routing), the KV cache read, linear state read and written, activations in
- * and out. The LM head runs only for requests that emit a token this pass.
+ * Costs of one pass on a stage: the kernels its layers run
+ * (models/kernels.h kernels_serve_layer), each priced on the chip from
+ * hardware/kernels.csv as training's are (hardware/calib.h): the GEMMs over
+ * the pass's total tokens (weights streamed at the chip's weights_stream
+ * share: decode is bandwidth-bound), norms, rotary, activations and
+ * residual adds by their bytes, the decode members' attention as one
+ * batched kernel over each one's KV cache beside the prompt chunks'
+ * FlashAttention, the linear-attention state read and written, and the LM
+ * head and sampling for the requests that emit a token this pass; every
+ * kernel adds a CUDA-graph launch (graph_launch), and stage 0 takes at
+ * least the host's per-step work (host_step) per pass.
  * A token is emitted when its pass leaves the last stage: TTFT = that time −
  * arrival; TPOT = (done − first token) / (output − 1).
  *
@@ -82,6 +87,7 @@ struct serve_item {
     int tokens;   /* tokens processed this pass */
     int past;     /* tokens already in its KV cache */
     bool emits;   /* this pass ends with a sampled token (LM head runs) */
+    bool decode;  /* a decode token (reads its KV cache), else prompt tokens (prefill) */
 };
 
 struct serve_stage_report {
@@ -198,6 +204,7 @@ struct serve {
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
+    struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "serve.h"
+#include "serve_impl.h"
 
 /* A duration in seconds for people: 3 significant decimals in a fitting unit. */
 static const char *secs(double s, char *buf, size_t n)
@@ -51,6 +51,9 @@ void serve_report_text(FILE *f, const struct serve *s)
     fprintf(f, "system      %s: %d × %s (%.2f GB each), hop %s\n", s->sys.name, r->stages,
             s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(r->stages > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
+    char kernels[512];
+    serve_price_describe(s, kernels, sizeof kernels);
+    fprintf(f, "kernels     %s\n", kernels);
     fprintf(f, "serving     %d stages (%s), %d microbatches in flight × %d requests, "
                "token budget %d, chunked prefill %s, context %d\n",
             r->stages, in->placement == PLACEMENT_EVEN ? "even" : "plan", r->slots,

@@ -4,11 +4,14 @@
 #include "context.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "collective.h"
+#include "hardware/calib.h"
+#include "models/kernels.h"
 #include "sim/io/config.h"
 
 /* ---- the attention kernel ------------------------------------------------ */
@@ -32,21 +35,18 @@ mp_time context_attention_time(const struct cp_pricer *pr, double q_tokens, doub
     /* FlashAttention's traffic: Q, K, V read and O written once; the
      * backward reads Q, K, V, O, dO and writes dQ, dK, dV. */
     double bytes = b * A * (q * h->qk_dim + kv * (h->qk_dim + h->v_dim) + q * h->v_dim);
-    if (backward) flops *= 2, bytes *= 2;
-    return pr->op_time(pr->ctx, flops, bytes, pr->gemm, 0);
-}
-
-void context_elementwise_bytes(const struct model *m, int layer, const struct cost_params *cp,
-                               double *elem, double *elem_b)
-{
-    /* Selective recompute's stash is exactly the activations less the
-     * scores (Korthikanti's 5as term). */
-    struct cost_params sel = *cp;
-    sel.recompute = RECOMPUTE_SELECTIVE;
-    struct layer_cost lc;
-    model_layer_cost(m, layer, &sel, &lc);
-    *elem = lc.act_bytes;
-    *elem_b = cp->recompute == RECOMPUTE_FULL ? 2 * lc.act_bytes : lc.act_bytes;
+    struct kernel k = { .kind = backward ? KERNEL_FLASH_BWD : KERNEL_FLASH_FWD,
+                        .block = KBLOCK_MIXER, .part = KPART_MID, .name = "cp_attention",
+                        .batch = 1, .causal = causal < 1, .seq = k_tokens,
+                        .head_dim = (h->qk_dim + h->v_dim) / 2.0 };
+    /* context_attention_flops counts a pair as the dense convention does
+     * (twice FlashAttention's). */
+    k.flops = flops / 2 * (backward ? 2.5 : 1);
+    k.bytes = backward ? 2 * bytes : bytes;
+    struct calib_cost c;
+    calib_kernel(pr->calib, &k, &c);
+    double ps = (c.busy + c.launch) * 1e12;
+    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
 }
 
 /* ---- the causal geometry ----------------------------------------------- */
@@ -208,11 +208,7 @@ static int build_shape(struct cp_plan *p, const struct cp_input *in, int attn, i
     sh->a2a_qkv_bytes = local * b * (ht * qk + kv_tp * (qk + v)) * A;
     sh->a2a_o_bytes = local * b * ht * v * A;
 
-    /* The layer's largest GEMM, as today's per-layer pricing sizes it. */
-    double tokens = local * b, h = m->hidden;
-    struct cp_pricer pr = { .op_time = in->op_time, .ctx = in->op_ctx, .batch = b, .act_bytes = A,
-                            .gemm = 2.0 * tokens * h * (m->intermediate > h ? m->intermediate : h) /
-                                    p->tp };
+    struct cp_pricer pr = { .calib = in->calib, .batch = b, .act_bytes = A };
     (void)layer;
     /* The zigzag split's blocks, in chunks of s / (2·ring) tokens
      * (context_rank_blocks gives them for any rank; the tests hold these

@@ -70,35 +70,25 @@ struct cp_heads {
     int qk_dim, v_dim;
 };
 
-/* How attention kernels are timed (sim.c's chip pricing). */
+/* How attention kernels are timed: the chip's kernel calibration
+ * (hardware/calib.h). */
+struct calib;
 struct cp_pricer {
-    mp_time (*op_time)(void *ctx, double flops, double bytes, double gemm_flops,
-                       double elem_bytes);
-    void *ctx;
+    const struct calib *calib;
     double batch;       /* sequences per microbatch */
     double act_bytes;   /* bytes per activation element */
-    double gemm;        /* the layer's largest GEMM, which sizes today's efficiency */
 };
 
 /* The one place an attention kernel is priced: q_tokens × k_tokens with the
- * `causal` unmasked fraction, `h` heads, forward or backward (dQ, dK, dV).
- * The kernel model (branch kernels, issue 14) replaces the body: until then
- * it charges today's per-layer attention FLOPs (models/model_cost.c counts
- * a causal attention as the dense one, 2·b·s²·heads·(qk + v) forward)
- * shared out by unmasked area, 4·b·q·k·causal·heads·(qk + v), twice that
- * backward, and FlashAttention's traffic (Q, K, V, O read or written once;
- * the backward also dO, dQ, dK, dV), through the same chip pricing. */
+ * `causal` unmasked fraction, `h` heads, forward or backward (dQ, dK, dV),
+ * as the FlashAttention kernel of models/kernels.h: FLOPs as the
+ * FlashAttention benchmarks count them, 2·b·q·k·causal·heads·(qk + v)
+ * forward and 2.5× that backward, at the chip's flash efficiency for head
+ * dim (qk + v)/2 and the block's k_tokens keys (causal where the block
+ * straddles the diagonal); its traffic Q, K, V, O read or written once (the
+ * backward also dO, dQ, dK, dV); one launch each. */
 mp_time context_attention_time(const struct cp_pricer *pr, double q_tokens, double k_tokens,
                                double causal, const struct cp_heads *h, bool backward);
-
-/* The memory-bound traffic (elementwise kernels: norms, activations,
- * dropout) of a context-parallel decoder outside its attention core, as
- * the efficiency model counts it (hardware/efficiency.h: k × bytes): the
- * layer's activations without the s × s/cp scores, which FlashAttention
- * never writes (Megatron-Core's CP runs in TransformerEngine's fused
- * attention); `elem_b` for the backward (twice under full recompute). */
-void context_elementwise_bytes(const struct model *m, int layer, const struct cost_params *cp,
-                               double *elem, double *elem_b);
 
 /* FLOPs context_attention_time charges (forward; the backward is twice). */
 double context_attention_flops(double batch, double q_tokens, double k_tokens, double causal,
@@ -128,9 +118,7 @@ struct cp_input {
     int ulysses;                   /* hybrid's all-to-all degree, 0 = the CP ranks of a node */
     const int *lane;               /* [stages]: chip of TP rank 0, CP rank 0 */
     int stages;
-    mp_time (*op_time)(void *ctx, double flops, double bytes, double gemm_flops,
-                       double elem_bytes);
-    void *op_ctx;
+    const struct calib *calib;     /* the chip's kernel calibration */
 };
 
 /* One attention kind's shape under the plan (built by context_plan_build). */

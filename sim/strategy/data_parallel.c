@@ -3,23 +3,47 @@
 #include "data_parallel.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Mixed-precision Adam (cases.md §4): fp32 gradients (Megatron all-reduces
- * them in fp32 by default) and 12 bytes of fp32 master weights and moments. */
-#define GRAD_BYTES_PER_PARAM 4.0
-#define OPTIMIZER_BYTES_PER_PARAM 12.0
+/* Mixed-precision Adam (cases.md §4, calibration.md §8): fp32 master
+ * weights (4 bytes), two moments, and the main gradients (Megatron keeps and
+ * all-reduces them in fp32 by default, --grad-reduce-in-bf16 in bf16). */
+#define MASTER_BYTES_PER_PARAM 4.0
 
-void dp_bytes_per_param(int weight_bits, int zero, int dp, double out[3])
+static double bits_or(int bits, int fallback) { return (bits ? bits : fallback) / 8.0; }
+
+void dp_bytes_per_param_recipe(int weight_bits, int grad_bits, int optimizer_bits, int zero,
+                               int dp, double out[3])
 {
+    double g = bits_or(grad_bits, 32), o = bits_or(optimizer_bits, 32);
     out[0] = weight_bits / 8.0;
-    out[1] = GRAD_BYTES_PER_PARAM;
-    out[2] = OPTIMIZER_BYTES_PER_PARAM;
+    out[1] = g;
+    /* 16-bit gradients get an fp32 copy for the update (Megatron's table:
+     * fp16/fp16 is 20 bytes, 4 + 16/d distributed). */
+    out[2] = MASTER_BYTES_PER_PARAM + 2 * o + (g < 4 ? 4 : 0);
     if (zero >= 1) out[2] /= dp;
     if (zero >= 2) out[1] /= dp;
     if (zero >= 3) out[0] /= dp;
 }
+
+void dp_bytes_per_param(int weight_bits, int zero, int dp, double out[3])
+{
+    dp_bytes_per_param_recipe(weight_bits, 32, 32, zero, dp, out);
+}
+
+double dp_norm_bytes_per_param(int grad_bits) { return bits_or(grad_bits, 32); }
+
+double dp_adam_bytes_per_param(int weight_bits, int grad_bits, int optimizer_bits)
+{
+    double g = bits_or(grad_bits, 32), o = bits_or(optimizer_bits, 32), w = weight_bits / 8.0;
+    double read = g + MASTER_BYTES_PER_PARAM + 2 * o;
+    double write = MASTER_BYTES_PER_PARAM + 2 * o + w;
+    return read + write;
+}
+
+static double grad_bytes(const struct dp_state *st) { return bits_or(st->in.grad_bits, 32); }
 
 /* The simulated DP group of the device's chip: TP rank 1's when there is one;
  * with context parallelism and no TP, the DP-CP group listed from CP rank 1
@@ -34,6 +58,37 @@ static void group(struct dp_state *st, int device)
 
 
 static void build_units(struct dp_state *st);
+static void add_collective(struct dp_state *st, struct taskgraph *g, int d, struct coll_spec *c);
+
+bool dp_gathers_params_early(const struct dp_state *st)
+{
+    return st->in.overlap_param_gather && (st->in.zero == 1 || st->in.zero == 2) &&
+           st->in.dp > 1 && st->in.layer_params;
+}
+
+/* ZeRO-1/2's all-gather of device d's updated weights, in buckets of as
+ * many parameters as a gradient bucket holds, after op `after` (-1 none).
+ * `first_of` >= 0: remember the first bucket's end as that device's
+ * gather_first. */
+static void gather_params(struct dp_state *st, struct taskgraph *g, int d, int after,
+                          int first_of)
+{
+    double params = st->device_params[d];
+    if (params <= 0) return;
+    double per_bucket = st->in.bucket_bytes / grad_bytes(st);
+    int n = (int)ceil(params / per_bucket);
+    if (n < 1) n = 1;
+    if (first_of < 0) n = 1; /* after the optimizer: one gather, as before */
+    group(st, d);
+    for (int k = 0; k < n; k++) {
+        for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
+        struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
+                               .n = st->in.dp, .bytes = params / n * st->in.weight_bits / 8.0,
+                               .comm = COMM_DP, .mb = -1, .stage = -1 };
+        add_collective(st, g, d, &c);
+        if (k == 0 && first_of >= 0) st->gather_first[first_of] = st->done[0];
+    }
+}
 
 void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in)
 {
@@ -61,7 +116,7 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
             for (int l = c->layer_first; l <= c->layer_last; l++) st->stage_params[s] += in->layer_params[l];
         for (int q = 0; q < prog->paths; q++) {
             int d = prog->device_of[q * S + s];
-            st->left_bytes[d * S + s] = in->layer_params ? st->stage_params[s] * GRAD_BYTES_PER_PARAM
+            st->left_bytes[d * S + s] = in->layer_params ? st->stage_params[s] * grad_bytes(st)
                                                          : in->synthetic_weights;
         }
     }
@@ -79,7 +134,8 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
     for (int d = 0; d < D; d++) {
         int chip = in->chip_of_device[d];
         double b[3];
-        dp_bytes_per_param(in->weight_bits, in->zero, in->dp, b);
+        dp_bytes_per_param_recipe(in->weight_bits, in->grad_bits, in->optimizer_bits, in->zero,
+                                  in->dp, b);
         if (in->layer_params) {
             /* Offloaded state is held by the host, not the chip (offload.h). */
             double w = st->device_params[d] * b[0], o = st->device_params[d] * b[2];
@@ -95,6 +151,19 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
     if (in->zero >= 3 && (in->dp > 1 || off >= OFFLOAD_WEIGHTS) && in->layer_params &&
         in->layer_flops)
         build_units(st);
+    st->gather_first = mp_xmalloc((size_t)D * sizeof *st->gather_first);
+    for (int d = 0; d < D; d++) st->gather_first[d] = -1;
+    if (dp_gathers_params_early(st))
+        for (int d = 0; d < D; d++) {
+            gather_params(st, g, d, -1, d);
+            if (st->gather_first[d] < 0) continue;
+            /* The device's first forward needs the first bucket: a
+             * zero-time mark heads its compute stream (every pass keeps
+             * the same dependencies, so the steady state still repeats). */
+            struct op m = tg_op(OP_MEMORY, in->chip_of_device[d], STREAM_COMPUTE, TAG_MEM, 0);
+            int id = tg_add(g, &m);
+            tg_dep(g, st->gather_first[d], id);
+        }
 }
 
 double dp_host_bytes(const struct dp_state *st, int device)
@@ -171,7 +240,7 @@ void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer
     int k = device * st->in.prog->stages + stage;
     double bytes = layer < 0 || !st->in.layer_params
                        ? st->left_bytes[k]
-                       : st->in.layer_params[layer] * GRAD_BYTES_PER_PARAM;
+                       : st->in.layer_params[layer] * grad_bytes(st);
     if (bytes > st->left_bytes[k]) bytes = st->left_bytes[k];
     st->left_bytes[k] -= bytes;
     st->pending_bytes[k] += bytes;
@@ -211,7 +280,7 @@ static void build_units(struct dp_state *st)
         u->n = n;
         u->share = share;
         u->gathered_bytes = (pair > most ? pair : most) * wb;
-        u->grad_bytes = most * GRAD_BYTES_PER_PARAM;
+        u->grad_bytes = most * grad_bytes(st);
         share += n;
     }
 }
@@ -240,7 +309,7 @@ void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
 {
     struct dp_state *st = ctx;
     int layer = st->in.stage[stage].layer_first + unit;
-    double bytes = st->in.layer_params[layer] * GRAD_BYTES_PER_PARAM;
+    double bytes = st->in.layer_params[layer] * grad_bytes(st);
     int done = last;
     if (st->in.dp > 1) {
         group(st, device);
@@ -258,6 +327,94 @@ void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int un
                             bytes / st->in.dp, done, MEM_GRADS, 0, 0);
     /* The optimizer step waits for every reduce-scatter of the device. */
     if (done != last) add_sync(st, device, done);
+}
+
+/* The model-parallel group of the gradient norm's all-reduce: every
+ * device's lane, or the TP group of a one-stage pipeline. */
+static int norm_group(const struct dp_state *st, int *chips)
+{
+    int D = st->in.prog->devices;
+    if (D > 1) {
+        for (int d = 0; d < D; d++) chips[d] = st->in.chip_of_device[d];
+        return D;
+    }
+    for (int r = 0; r < st->in.tp; r++) chips[r] = st->in.chip_of_device[0] + r;
+    return st->in.tp;
+}
+
+/* Per device after its gradients are synced: the gradient norm, its
+ * all-reduce over the model-parallel chips, the Adam step with the
+ * zeroing of the gradient buffers; ZeRO 1/2 then all-gather the updated
+ * weights (unless they are gathered at the step's start). With the
+ * optimizer offloaded (offload.h) the norm and the step run on the host
+ * (CPU-Adam, not modelled): a zero-time mark on the copy stream once every
+ * gradient has left, the norm's all-reduce, and (offload = optimizer) the
+ * updated 16-bit weights, the chip's shard, back before the gather. */
+static void step_work(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po)
+{
+    const struct dp_input *in = &st->in;
+    int D = in->prog->devices;
+    if (!in->layer_params) return;
+    enum offload_kind off = offloads(st);
+    int *norm = mp_xmalloc((size_t)D * sizeof *norm), *after = mp_xmalloc((size_t)D * sizeof *after);
+    int n_group = D > in->tp ? D : in->tp;
+    int *chips = mp_xmalloc((size_t)n_group * sizeof *chips);
+    int *ready = mp_xmalloc((size_t)n_group * sizeof *ready);
+    int *done = mp_xmalloc((size_t)n_group * sizeof *done);
+    double b[3];
+    dp_bytes_per_param_recipe(in->weight_bits, in->grad_bits, in->optimizer_bits, in->zero, in->dp, b);
+    for (int d = 0; d < D; d++) {
+        int chip = in->chip_of_device[d];
+        double params = st->device_params[d];
+        double owned = in->zero >= 1 ? params / in->dp : params;
+        mp_time t = in->memory_time
+                        ? in->memory_time(in->ctx, owned * dp_norm_bytes_per_param(in->grad_bits), 1)
+                        : 0;
+        struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER, t);
+        if (off >= OFFLOAD_OPTIMIZER) o = tg_op(OP_MEMORY, chip, STREAM_FROM_HOST, TAG_OPTIMIZER, 0);
+        norm[d] = tg_add(g, &o);
+        if (po->last_op[d] >= 0) tg_dep(g, po->last_op[d], norm[d]);
+        if (po->last_any[d] >= 0 && po->last_any[d] != po->last_op[d]) tg_dep(g, po->last_any[d], norm[d]);
+        for (int k = 0; k < st->n_sync[d]; k++) tg_dep(g, st->sync_done[d][k], norm[d]);
+        after[d] = norm[d];
+    }
+    int n = norm_group(st, chips);
+    if (n > 1) {
+        for (int i = 0; i < n; i++) ready[i] = norm[D > 1 ? i : 0];
+        struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = in->algo, .chips = chips, .n = n,
+                               .bytes = 4, .comm = COMM_DP, .mb = -1, .stage = -1 };
+        collective_add(g, in->sys, &c, in->fidelity, ready, done);
+        for (int d = 0; d < D; d++) after[d] = done[D > 1 ? d : 0];
+    }
+    for (int d = 0; d < D; d++) {
+        int chip = in->chip_of_device[d];
+        double params = st->device_params[d];
+        if (params <= 0) continue;
+        double owned = in->zero >= 1 ? params / in->dp : params;
+        int id;
+        if (off >= OFFLOAD_OPTIMIZER) {
+            id = after[d];
+            if (off == OFFLOAD_OPTIMIZER)
+                id = offload_copy(g, in->offload, chip, false, owned * in->weight_bits / 8.0, id,
+                                  MEM_WEIGHTS, 0, 0);
+        } else {
+            double held = params * b[1];   /* gradient bytes the chip holds */
+            double bytes = owned * dp_adam_bytes_per_param(in->weight_bits, in->grad_bits,
+                                                           in->optimizer_bits) + held;
+            mp_time t = in->memory_time ? in->memory_time(in->ctx, bytes, 2) : 0;
+            struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER, t);
+            id = tg_add(g, &o);
+            tg_dep(g, norm[d], id);
+            if (after[d] != norm[d]) tg_dep(g, after[d], id);
+        }
+        if ((in->zero == 1 || in->zero == 2) && in->dp > 1 && !dp_gathers_params_early(st))
+            gather_params(st, g, d, id, -1);
+    }
+    free(norm);
+    free(after);
+    free(chips);
+    free(ready);
+    free(done);
 }
 
 void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po)
@@ -281,37 +438,7 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
                 }
             flush(st, g, d, s);
         }
-    for (int d = 0; d < prog->devices; d++) {
-        int chip = st->in.chip_of_device[d];
-        double params = st->device_params[d];
-        if (!st->in.layer_params || params <= 0) continue;
-        double shard = st->in.zero >= 1 ? params / st->in.dp : params;
-        enum offload_kind off = offloads(st);
-        struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER,
-                            st->in.optimizer_time(st->in.ctx, shard));
-        if (off >= OFFLOAD_OPTIMIZER) {
-            /* CPU-Adam once every gradient is on the host; its own time is
-             * not modelled (offload.h). A zero-time mark on the copy stream. */
-            o = tg_op(OP_MEMORY, chip, STREAM_FROM_HOST, TAG_OPTIMIZER, 0);
-        }
-        int id = tg_add(g, &o);
-        if (po->last_op[d] >= 0) tg_dep(g, po->last_op[d], id);
-        if (po->last_any[d] >= 0 && po->last_any[d] != po->last_op[d]) tg_dep(g, po->last_any[d], id);
-        for (int k = 0; k < st->n_sync[d]; k++) tg_dep(g, st->sync_done[d][k], id);
-        /* The updated 16-bit weights (the chip's shard) come back. */
-        if (off == OFFLOAD_OPTIMIZER)
-            id = offload_copy(g, st->in.offload, chip, false, shard * st->in.weight_bits / 8.0, id,
-                              MEM_WEIGHTS, 0, 0);
-        if ((st->in.zero == 1 || st->in.zero == 2) && st->in.dp > 1) {
-            /* The distributed optimizer's updated weights go back to all. */
-            group(st, d);
-            for (int r = 0; r < st->in.dp; r++) st->ready[r] = id;
-            struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
-                                   .n = st->in.dp, .bytes = params * st->in.weight_bits / 8.0,
-                                   .comm = COMM_DP, .mb = -1, .stage = -1 };
-            add_collective(st, g, d, &c);
-        }
-    }
+    step_work(st, g, po);
 }
 
 void dp_release(struct dp_state *st)
@@ -332,5 +459,6 @@ void dp_release(struct dp_state *st)
     free(st->unit_share);
     free(st->host_bytes);
     free(st->timed);
+    free(st->gather_first);
     memset(st, 0, sizeof *st);
 }

@@ -11,8 +11,9 @@
  *
  * Memory (cases.md §4): mixed-precision Adam keeps weight_bits/8 bytes of
  * weights, 4 of fp32 gradients and 12 of fp32 master weights and moments per
- * parameter; ZeRO stage 1 shards the optimizer state over the dp replicas,
- * 2 also the gradients, 3 also the weights.
+ * parameter (other precisions and recipes: dp_bytes_per_param_recipe); ZeRO
+ * stage 1 shards the optimizer state over the dp replicas, 2 also the
+ * gradients, 3 also the weights.
  *
  * Traffic per step: ZeRO 0 all-reduces the fp32 gradients; ZeRO 1 and 2
  * reduce-scatter them and all-gather the updated weights after the
@@ -29,7 +30,7 @@
  * layer starts (forward_prefetch, BACKWARD_PRE), and frees a layer's
  * gathered weights once it has run (reshard_after_forward); every backward
  * gathers them again in reverse order, and as a layer's backward ends its
- * fp32 gradients are reduce-scattered to their owners, every microbatch.
+ * main gradients (fp32, or the recipe's grad_reduce) are reduce-scattered to their owners, every microbatch.
  * So a pass holds one layer's gathered weights and the prefetch of the next
  * (dp_units: the largest two neighbours on the stage), and a backward one
  * layer's unsharded gradients until their reduce-scatter; the last pass of
@@ -39,7 +40,16 @@
  * Offload (training.offload, offload.h) moves the optimizer state (and the
  * weights) to host memory: gradients leave over the host link as their
  * reduction ends, the CPU steps the optimizer, updated weights come back
- * (unless they live on the host, fetched layer by layer per pass). */
+ * (unless they live on the host, fetched layer by layer per pass).
+ *
+ * Step work after the last backward, per device: the gradient norm (a read
+ * of the owned gradients), its all-reduce over the model-parallel chips
+ * (every pipeline stage's lane, or the TP group without PP: clip-grad-norm
+ * needs the global norm before any stage may step), then the Adam step and
+ * the zeroing of the gradient buffers, priced as memory traffic. With the
+ * optimizer offloaded the norm and Adam run on the host (not modelled;
+ * offload.h): the norm's all-reduce still runs, after the last gradient
+ * has left for the host. */
 #ifndef MPSIM_DATA_PARALLEL_H
 #define MPSIM_DATA_PARALLEL_H
 
@@ -78,8 +88,18 @@ struct dp_input {
     double synthetic_weights;
     /* State kept in host memory (offload.h); NULL or kind OFFLOAD_NONE: none. */
     const struct offload *offload;
-    /* The optimizer step's time for `params` parameters (sim.c prices it). */
-    mp_time (*optimizer_time)(void *ctx, double params);
+    /* The precision recipe (issue 14, calibration.md §8): bits of the main
+     * gradients (held and reduced) and of Adam's moments; master weights
+     * are fp32. */
+    int grad_bits, optimizer_bits;
+    /* ZeRO-1/2: gather the updated weights at the start of the step, under
+     * the first forward, instead of after the optimizer (Megatron's
+     * --overlap-param-gather; the gather of step n's update runs under step
+     * n+1's forward, which in one simulated step is its own start). */
+    bool overlap_param_gather;
+    /* Time of `bytes` of memory-bound traffic in `kernels` launches (sim.c
+     * prices it on the chip); NULL: the step work is free (synthetic). */
+    mp_time (*memory_time)(void *ctx, double bytes, int kernels);
     void *ctx;
 };
 
@@ -102,6 +122,7 @@ struct dp_state {
     struct dp_timed { int device, op; double bytes; mp_time t; } *timed;
     int n_timed, cap_timed;
     double *unit_share;       /* their shares, [layers of all stages] */
+    int *gather_first;        /* [devices]: overlap_param_gather's first bucket, -1 */
 };
 
 /* Prepare; also puts each device's static memory into `g`. */
@@ -117,7 +138,7 @@ void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer
 const struct pipe_units *dp_units(const struct dp_state *st);
 
 /* The all-gather of a unit's weights over the DP group, after `issue`; and
- * the reduce-scatter of its fp32 gradients after `last` (pipeline.h). */
+ * the reduce-scatter of its main gradients after `last` (pipeline.h). */
 int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue);
 void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last);
 
@@ -132,7 +153,30 @@ double dp_host_bytes(const struct dp_state *st, int device);
 /* Free the bucket and sync bookkeeping (the ops stay in the task graph). */
 void dp_release(struct dp_state *st);
 
-/* Bytes per parameter held (weights, grads, optimizer) at a ZeRO stage. */
+/* Bytes per parameter held (weights, grads, optimizer) at a ZeRO stage,
+ * with fp32 gradients and moments (mixed-precision Adam: 18 per parameter
+ * at 16-bit weights). */
 void dp_bytes_per_param(int weight_bits, int zero, int dp, double out[3]);
+
+/* The same for a precision recipe (calibration.md §8): weights weight_bits,
+ * main gradients grad_bits, optimizer = fp32 master (4) + two moments of
+ * optimizer_bits + an fp32 copy of 16-bit gradients for the update (4):
+ * 18 bytes for bf16/fp32 and 20 for fp16/fp16, Megatron's table. */
+void dp_bytes_per_param_recipe(int weight_bits, int grad_bits, int optimizer_bits, int zero,
+                               int dp, double out[3]);
+
+/* Bytes the step work moves per parameter a chip owns (calibration.md §8,
+ * derived): the gradient norm reads the gradients; the fused Adam step
+ * reads gradient, master and moments and writes master, moments and the
+ * 16-bit weights (30 bytes for bf16 weights, fp32 gradients and moments);
+ * zeroing writes each gradient the chip holds. */
+double dp_norm_bytes_per_param(int grad_bits);
+double dp_adam_bytes_per_param(int weight_bits, int grad_bits, int optimizer_bits);
+
+/* Whether ZeRO-1/2's weight all-gather runs at the step's start
+ * (overlap_param_gather with dp > 1); dp_init then makes each device's
+ * first forward wait for its first bucket (a zero-time mark at the head of
+ * its compute stream). */
+bool dp_gathers_params_early(const struct dp_state *st);
 
 #endif

@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,9 +39,10 @@ static int here(const struct builder *b) { return b->p->n_seg - b->start; }
  * pieces merge with the one before when nothing separates them. */
 static void compute(struct builder *b, mp_time d, bool needs, int grad_layer)
 {
+    /* An empty piece keeps the pending collective for the next one. */
+    if (d <= 0 && grad_layer < 0) return;
     int wait = needs ? b->pending : -1;
     if (needs) b->pending = -1;
-    if (d <= 0 && grad_layer < 0) return;
     if (here(b) > 0) {
         struct tp_seg *prev = &b->p->seg[b->p->n_seg - 1];
         if (!prev->is_comm && prev->grad_layer < 0 && wait < 0 && !prev->ep_role) {
@@ -103,74 +105,44 @@ static void ep_seg(struct builder *b, enum ep_role role, int layer, bool needs)
     }
 }
 
-/* Share of a decoder's forward FLOPs in attention (projections and core);
- * the rest is the MLP. Sizes the compute on each side of a collective. */
-static double attn_share(const struct model *m, int layer, const struct layer_cost *lc,
-                         const struct cost_params *cp)
+/* A compute piece that waits for comm segment `wait` of the pass (not the
+ * pending one, which stays pending for the compute after it). */
+static void compute_after(struct builder *b, mp_time d, int wait, int grad_layer)
 {
-    const struct layer *L = &m->layer[layer];
-    /* With EP the routed experts are priced apart (experts.h). */
-    double routed = cp->ep > 1 ? 0 : (double)m->experts_per_token * m->moe_intermediate;
-    double width = L->moe ? routed + m->shared_intermediate : m->intermediate;
-    double mlp = 2.0 * cp->seq_len * cp->micro_batch * (m->gated_mlp ? 3 : 2) * m->hidden * width / cp->tp;
-    double a = lc->flops_f > 0 ? 1.0 - mlp / lc->flops_f : 0.5;
-    return a < 0.05 ? 0.05 : a > 0.95 ? 0.95 : a;
+    if (d <= 0 && grad_layer < 0) return;
+    struct tp_seg *s = push(b);
+    s->duration = d;
+    s->wait = (int16_t)wait;
+    s->grad_layer = (int16_t)grad_layer;
 }
 
-/* `cp`: the layer's attention core is context-parallel (context.h); f, b
- * and rc then leave the core out (its pieces come from context_core), and
- * `post` is the output projection's share of the attention's a·f. */
+/* Compute that runs beside collective `comm_idx` of the pass: the two
+ * share the chip (the collective's kernels take SMs and memory bandwidth),
+ * so of the shorter only the share `overlap_hidden` (hardware/kernels.csv
+ * comm_overlap) is hidden; the compute is lengthened by the rest. */
+static mp_time contend(const struct builder *b, int comm_idx, mp_time c)
+{
+    double eta = b->in->overlap_hidden;
+    if (comm_idx < 0 || c <= 0 || eta >= 1) return c;
+    mp_time a = b->p->seg[b->start + comm_idx].duration;
+    mp_time lo = a < c ? a : c;
+    return c + (mp_time)llround((1 - eta) * (double)lo);
+}
+
 struct layer_times {
-    mp_time f, b, w, rc;
-    double a, tok_bytes, kv_bytes, w_bytes, router;
-    bool cp;
-    double post;
+    const struct layer_price *lp;
+    mp_time f, b, w, rc;     /* pass totals; rc = what recompute re-runs first */
+    double a;                /* the token mixer's share of the forward (TSP) */
+    double tok_bytes, kv_bytes, w_bytes;
+    bool cp;                 /* the attention core is context-parallel (context.h) */
 };
 
-/* ---- context parallelism (branch context, issue 17; context.h) ---------- */
-
-/* A context-parallel decoder: the attention core is priced block by block
- * by context.h, so f, b and rc here are the rest of the layer (projections,
- * MLP, norms) on the rank's `tok` tokens, its memory-bound traffic without
- * the scores FlashAttention never writes (context_elementwise_bytes);
- * selective recompute reruns only the core (its forward pieces, in
- * megatron_backward). */
-static void cp_layer_times(const struct builder *b, int l, const struct layer_cost *lc,
-                           double gemm, double tok, struct layer_times *t)
+static mp_time part(const struct layer_times *t, int pass, int block, int q)
 {
-    const struct tensor_input *in = b->in;
-    const struct model *m = in->model;
-    double elem, elem_b;
-    context_elementwise_bytes(m, l, in->cp, &elem, &elem_b);
-    double core = context_core_flops(in->context, l);
-    double f = lc->flops_f - core, bb = lc->flops_b - 2 * core;
-    double rc = in->cp->recompute == RECOMPUTE_FULL ? f : 0;
-    if (f < 0) f = 0;
-    if (bb < 0) bb = 0;
-    t->f = in->op_time(in->op_ctx, f, lc->bytes_f, gemm, elem);
-    mp_time ball = in->op_time(in->op_ctx, bb + rc, lc->bytes_b, gemm, elem_b);
-    t->rc = (mp_time)(rc / (bb + rc + 1e-300) * (double)ball);
-    t->b = ball - t->rc;
-    t->w = in->op_time(in->op_ctx, lc->flops_w, lc->bytes_w, gemm, 0);
-    const struct layer *L = &m->layer[l];
-    double routed = in->cp->ep > 1 ? 0 : (double)m->experts_per_token * m->moe_intermediate;
-    double width = L->moe ? routed + m->shared_intermediate : m->intermediate;
-    double mlp = 2.0 * tok * (m->gated_mlp ? 3 : 2) * m->hidden * width / in->cp->tp;
-    double a = f > 0 ? 1.0 - mlp / f : 0.5;
-    t->a = a < 0.05 ? 0.05 : a > 0.95 ? 0.95 : a;
-    /* The output projection (heads × v_dim → hidden) follows the core. */
-    double v = L->attn == ATTN_MLA ? m->v_head_dim : m->head_dim;
-    double out = 2.0 * tok * m->heads * v * m->hidden / in->cp->tp;
-    double attn = t->a * f;
-    t->post = attn > 0 ? (out < attn ? out / attn : 1.0) : 0;
-    double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
-    double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
-    t->tok_bytes = tok * m->hidden * A;
-    t->kv_bytes = 0;
-    t->w_bytes = L->params * W;
-    double shared = m->shared_intermediate ? (m->gated_mlp ? 3.0 : 2.0) * m->shared_intermediate : 0;
-    t->router = L->moe ? m->experts / (m->experts + shared) : 0;
+    return t->lp->t[pass][block][q];
 }
+
+/* ---- context parallelism (branch context, issue 17; context.h) ---------- */
 
 /* The CP core's pieces as segments: comm pieces in the lane's CP groups,
  * compute pieces waiting for the transfer that brought their block. The
@@ -203,62 +175,44 @@ static void cp_core(struct builder *b, int l, bool backward)
     if (pcs != pc) free(pcs);
 }
 
-/* The attention block's compute: one piece, or around a CP core the QKV
- * projections and the output projection (whose backward comes first). */
-static void attn_compute(struct builder *b, int l, const struct layer_times *t, mp_time attn,
-                         bool backward)
+/* A whole block's compute in one pass, around a CP core where the block
+ * has one: forward the norm, projections and rotary, the core, the output
+ * projection and residual; backward the reverse. */
+static void block_compute(struct builder *b, int l, const struct layer_times *t, int pass,
+                          int blk)
 {
-    if (!t->cp) {
-        compute(b, attn, true, -1);
+    mp_time all = layer_price_block(t->lp, pass, blk);
+    if (!t->cp || blk != KBLOCK_MIXER) {
+        compute(b, all, true, -1);
         return;
     }
-    mp_time post = (mp_time)(t->post * (double)attn), pre = attn - post;
-    compute(b, backward ? post : pre, true, -1);
-    cp_core(b, l, backward);
-    compute(b, backward ? pre : post, true, -1);
+    mp_time tail = part(t, pass, blk, KPART_OUT) + part(t, pass, blk, KPART_POST);
+    bool bwd = pass != KPASS_F;
+    compute(b, bwd ? tail : all - tail, true, -1);
+    cp_core(b, l, bwd);
+    compute(b, bwd ? all - tail : tail, true, -1);
 }
-
-/* ------------------------------------------------------------------------ */
 
 static void layer_times(const struct builder *b, int l, struct layer_times *t)
 {
     const struct tensor_input *in = b->in;
     const struct model *m = in->model;
-    struct layer_cost lc;
-    model_layer_cost(m, l, in->cp, &lc);
+    const struct layer_price *lp = &in->price[l];
     double A = (in->cp->activation_bits ? in->cp->activation_bits : 16) / 8.0;
     double W = (in->cp->weight_bits ? in->cp->weight_bits : 16) / 8.0;
     double tok = (double)in->cp->seq_len * in->cp->micro_batch;
-    if (in->context) tok /= in->context->cp; /* the rank's share (context.h) */
-    double gemm = 2.0 * tok * m->hidden * (m->intermediate > m->hidden ? m->intermediate : m->hidden) /
-                  in->cp->tp;
-    /* Memory-bound kernels touch what a layer would stash with no
-     * recompute; a full recompute runs them again in the backward. */
-    struct cost_params none = *in->cp;
-    none.recompute = RECOMPUTE_NONE;
-    struct layer_cost ln;
-    model_layer_cost(m, l, &none, &ln);
-    double elem = m->layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
-    double elem_b = in->cp->recompute == RECOMPUTE_FULL ? 2 * elem : elem;
+    if (in->context) tok /= in->context->cp; /* the CP rank's share (context.h) */
     t->cp = in->context && context_layer_applies(in->context, l);
-    if (t->cp) {
-        cp_layer_times(b, l, &lc, gemm, tok, t);
-        return;
-    }
-    t->f = in->op_time(in->op_ctx, lc.flops_f, lc.bytes_f, gemm, elem);
-    mp_time ball = in->op_time(in->op_ctx, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
-    double share = lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300);
-    t->rc = (mp_time)(share * (double)ball);
-    t->b = ball - t->rc;
-    t->w = in->op_time(in->op_ctx, lc.flops_w, lc.bytes_w, gemm, 0);
-    t->a = m->layer[l].kind == LAYER_DECODER ? attn_share(m, l, &lc, in->cp) : 0.5;
+    t->lp = lp;
+    t->f = layer_price_pass(lp, KPASS_F);
+    t->b = layer_price_pass(lp, KPASS_B);
+    t->w = layer_price_pass(lp, KPASS_W);
+    t->rc = lp->recompute;
+    mp_time mixer = layer_price_block(lp, KPASS_F, KBLOCK_MIXER);
+    t->a = t->f > 0 ? (double)mixer / (double)t->f : 0.5;
     t->tok_bytes = tok * m->hidden * A;               /* s·b·h: one TP collective's buffer */
-    t->kv_bytes = 2.0 * tok * m->kv_heads * m->head_dim * A;
+    t->kv_bytes = t->cp ? 0 : 2.0 * tok * m->kv_heads * m->head_dim * A;
     t->w_bytes = m->layer[l].params * W;              /* the layer's full weights */
-    /* Of the FFN left beside the routed experts, the router's share: it
-     * must finish before the dispatch; the shared experts need not. */
-    double shared = m->shared_intermediate ? (m->gated_mlp ? 3.0 : 2.0) * m->shared_intermediate : 0;
-    t->router = m->layer[l].moe ? m->experts / (m->experts + shared) : 0;
 }
 
 /* A MoE decoder under expert parallelism, forward (tensor.h):
@@ -266,14 +220,15 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
  *   → combine, AG/RS only with a TP group (sequence-parallel attention). */
 static void ep_forward(struct builder *b, int l, const struct layer_times *t)
 {
-    mp_time attn = (mp_time)(t->a * (double)t->f), rest = t->f - attn;
-    mp_time router = (mp_time)(t->router * (double)rest);
+    mp_time attn = layer_price_block(t->lp, KPASS_F, KBLOCK_MIXER);
+    mp_time router = part(t, KPASS_F, KBLOCK_MLP, KPART_PRE) + t->lp->router[KPASS_F];
+    mp_time rest = t->f - attn - router;
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    attn_compute(b, l, t, attn, false);
+    block_compute(b, l, t, KPASS_F, KBLOCK_MIXER);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     compute(b, router, true, -1);
     ep_seg(b, EPR_DISPATCH, l, false);
-    compute(b, rest - router, false, -1);
+    compute(b, rest, false, -1);
     ep_seg(b, EPR_EXPERTS_F, l, true);
     ep_seg(b, EPR_COMBINE, l, false);
 }
@@ -287,42 +242,118 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
     int gl = split ? l : -1;
     if (t->rc > 0) compute(b, t->rc, true, -1);
     if (t->cp && b->in->cp->recompute != RECOMPUTE_NONE) cp_core(b, l, false);
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
+    mp_time attn_b = layer_price_block(t->lp, KPASS_B, KBLOCK_MIXER), mlp_b = t->b - attn_b;
+    mp_time attn_w = layer_price_block(t->lp, KPASS_W, KBLOCK_MIXER), mlp_w = t->w - attn_w;
     ep_seg(b, EPR_GRAD, l, false);
     ep_seg(b, with_w ? EPR_EXPERTS_BW : EPR_EXPERTS_B, l, true);
     ep_seg(b, EPR_GRAD, l, false);
     compute(b, mlp_b, true, -1);
     if (with_w) compute(b, mlp_w, false, -1);
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    attn_compute(b, l, t, attn_b, true);
+    (void)attn_b;
+    block_compute(b, l, t, KPASS_B, KBLOCK_MIXER);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
     if (with_w) compute(b, attn_w, !overlap, gl);
+}
+
+/* One decoder block's forward with its TP (or SP) collectives. */
+static void forward_block(struct builder *b, int l, const struct layer_times *t, int blk,
+                          bool sp, bool overlap)
+{
+    mp_time pre = part(t, KPASS_F, blk, KPART_PRE), in = part(t, KPASS_F, blk, KPART_IN);
+    mp_time mid = part(t, KPASS_F, blk, KPART_MID), out = part(t, KPASS_F, blk, KPART_OUT);
+    mp_time post = part(t, KPASS_F, blk, KPART_POST);
+    /* A context-parallel core runs between the core's part and the
+     * output projection (its transfers on the CP groups). */
+    bool core = t->cp && blk == KBLOCK_MIXER;
+    if (!sp) {
+        compute(b, pre + in + mid + (core ? 0 : out), true, -1);
+        if (core) {
+            cp_core(b, l, false);
+            compute(b, out, true, -1);
+        }
+        comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
+        compute(b, post, true, -1);
+        return;
+    }
+    compute(b, pre, true, -1);
+    if (overlap && b->p->tp > 1 && !core) {
+        /* The gather runs under the IN GEMMs and the reduce-scatter under
+         * the OUT GEMM (chunked, as Megatron-Core's TP comm overlap). */
+        int ag = comm(b, COLL_ALL_GATHER, t->tok_bytes, false);
+        compute(b, contend(b, ag, in), false, -1);
+        compute_after(b, mid, ag, -1);
+        int rs = comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+        compute_after(b, contend(b, rs, out), -1, -1);
+        compute(b, post, true, -1);
+        return;
+    }
+    comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+    compute(b, in + mid + (core ? 0 : out), true, -1);
+    if (core) {
+        cp_core(b, l, false);
+        compute(b, out, true, -1);
+    }
+    comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+    compute(b, post, true, -1);
 }
 
 static void megatron_forward(struct builder *b, int l, const struct layer_times *t, bool sp)
 {
     const struct layer *L = &b->in->model->layer[l];
-    enum coll_op before = COLL_ALL_GATHER, after = sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
+    bool overlap = b->in->comm_overlap;
+    enum coll_op after = sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
     if (L->kind == LAYER_EMBEDDING) {
-        compute(b, t->f, true, -1);
+        compute(b, t->f - part(t, KPASS_F, KBLOCK_MIXER, KPART_POST), true, -1);
         comm(b, after, t->tok_bytes, true);
+        compute(b, part(t, KPASS_F, KBLOCK_MIXER, KPART_POST), true, -1);
     } else if (L->kind == LAYER_LM_HEAD) {
-        if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, t->f, true, -1);
+        mp_time pre = part(t, KPASS_F, KBLOCK_MIXER, KPART_PRE);
+        compute(b, pre, true, -1);
+        if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+        compute(b, t->f - pre, true, -1);
     } else {
-        mp_time attn = (mp_time)(t->a * (double)t->f);
-        if (sp) comm(b, before, t->tok_bytes, true);
-        attn_compute(b, l, t, attn, false);
-        comm(b, after, t->tok_bytes, true);
-        if (sp) comm(b, before, t->tok_bytes, true);
-        compute(b, t->f - attn, true, -1);
-        comm(b, after, t->tok_bytes, true);
+        if (L->mixer != MIXER_NONE) forward_block(b, l, t, KBLOCK_MIXER, sp, overlap);
+        if (L->mlp != MLP_NONE) forward_block(b, l, t, KBLOCK_MLP, sp, overlap);
     }
 }
 
-/* Backward of one layer. `w` > 0 puts the weight-gradient pieces in (BW);
- * they need the block's collective unless `overlap`. */
+/* One decoder block's backward (tensor.h). `with_w` puts the weight
+ * gradients in (BW); `gl`: the model layer whose gradients the block's last
+ * weight-gradient piece completes, -1 none. */
+static void backward_block(struct builder *b, int l, const struct layer_times *t, int blk,
+                           bool sp, bool with_w, bool overlap, int gl)
+{
+    bool core = t->cp && blk == KBLOCK_MIXER; /* the CP core's backward after the output's */
+    mp_time post = part(t, KPASS_B, blk, KPART_POST), out = part(t, KPASS_B, blk, KPART_OUT);
+    mp_time mid = part(t, KPASS_B, blk, KPART_MID), in = part(t, KPASS_B, blk, KPART_IN);
+    mp_time pre = part(t, KPASS_B, blk, KPART_PRE);
+    mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
+    mp_time w_in = layer_price_block(t->lp, KPASS_W, blk) - w_out;
+    if (!sp) {
+        compute(b, post + out, true, -1);
+        if (with_w) compute(b, w_out, false, -1);
+        if (core) cp_core(b, l, true);
+        compute(b, mid + in, core, -1);
+        int ar = comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
+        if (with_w) compute(b, overlap ? contend(b, ar, w_in) : w_in, !overlap, gl);
+        compute(b, pre, true, -1);
+        return;
+    }
+    compute(b, post, true, -1);
+    comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+    compute(b, out, true, -1);
+    if (with_w) compute(b, w_out, false, -1);
+    if (core) cp_core(b, l, true);
+    compute(b, mid, core, -1);
+    int ag = with_w ? comm(b, COLL_ALL_GATHER, t->tok_bytes, false) : -1;
+    compute(b, contend(b, ag, in), false, -1);
+    int rs = comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
+    if (with_w) compute_after(b, contend(b, rs, w_in), ag, gl);
+    compute(b, pre, true, -1);
+}
+
+/* Backward of one layer. */
 static void megatron_backward(struct builder *b, int l, const struct layer_times *t, bool sp,
                               bool with_w, bool overlap, bool split)
 {
@@ -337,24 +368,37 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     }
     if (t->rc > 0 && b->in->cp->recompute == RECOMPUTE_FULL) {
         /* Full recompute reruns the forward, collectives included. */
-        struct layer_times r = *t;
-        r.f = t->rc;
-        megatron_forward(b, l, &r, sp);
+        megatron_forward(b, l, t, sp);
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
     } else if (t->cp && b->in->cp->recompute == RECOMPUTE_SELECTIVE) {
         cp_core(b, l, false); /* selective recompute reruns the core, ring and all */
     }
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
-    if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, mlp_b, true, -1);
-    comm(b, dgrad_out, t->tok_bytes, true);
-    if (with_w) compute(b, mlp_w, !overlap, -1);
-    if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    attn_compute(b, l, t, attn_b, true);
-    comm(b, dgrad_out, t->tok_bytes, true);
-    if (with_w) compute(b, attn_w, !overlap, gl);
+    /* A layer of one block (Nemotron-H: a mixer or an MLP) has one pair of
+     * collectives; the last block's weight gradients complete the layer's. */
+    if (L->mlp != MLP_NONE)
+        backward_block(b, l, t, KBLOCK_MLP, sp, with_w, overlap, L->mixer == MIXER_NONE ? gl : -1);
+    if (L->mixer != MIXER_NONE) backward_block(b, l, t, KBLOCK_MIXER, sp, with_w, overlap, gl);
+}
+
+/* A W-only pass (zero-bubble) of one decoder: with SP the stashed input of
+ * each block's column-parallel GEMMs is gathered again first. */
+static void weight_pass(struct builder *b, int l, const struct layer_times *t, bool sp,
+                        int gl)
+{
+    const struct layer *L = &b->in->model->layer[l];
+    if (!sp || b->p->tp <= 1 || L->kind != LAYER_DECODER) {
+        compute(b, t->w, false, gl);
+        return;
+    }
+    for (int blk = KBLOCK_MLP; blk >= KBLOCK_MIXER; blk--) {
+        if (blk == KBLOCK_MLP ? L->mlp == MLP_NONE : L->mixer == MIXER_NONE) continue;
+        bool last = blk == KBLOCK_MIXER || L->mixer == MIXER_NONE;
+        mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
+        compute(b, w_out, false, -1);
+        comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
+        compute(b, layer_price_block(t->lp, KPASS_W, blk) - w_out, true, last ? gl : -1);
+    }
 }
 
 /* TSP: weights gathered one layer ahead, K/V exchanged along the sequence. */
@@ -429,7 +473,7 @@ static void build_pass(struct builder *b, enum tp_pass_kind k)
         } else if (fwd) {
             megatron_forward(b, l, &t, sp);
         } else if (only_w) {
-            compute(b, t.w, false, split ? l : -1);
+            weight_pass(b, l, &t, sp, split ? l : -1);
         } else {
             megatron_backward(b, l, &t, sp, with_w, in->overlap, split);
         }

@@ -8,13 +8,25 @@
 #include "sim/strategy/collective.h"
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/offload.h"
+#include "price.h"
 
 /* ---- memory --------------------------------------------------------------- */
 
-/* The bytes per parameter data_parallel.c charges (mixed-precision Adam:
- * fp32 gradients, fp32 master weights and two moments). */
-#define GRAD_BYTES 4.0
-#define OPTIMIZER_BYTES 12.0
+/* The precision recipe's bits, as sim.c hands them to data_parallel.c:
+ * main gradients and Adam's moments (fp32, or bf16). */
+static int grad_bits(const struct config *cfg)
+{
+    return cfg->training.grad_reduce == PRECISION_BF16 ? 16 : 32;
+}
+
+static int moment_bits(const struct config *cfg)
+{
+    return cfg->training.optimizer_state == PRECISION_BF16 ? 16 : 32;
+}
+
+/* Bytes of main gradient per parameter, as data_parallel.c holds and
+ * reduces them. */
+static double grad_bytes(const struct config *cfg) { return grad_bits(cfg) / 8.0; }
 
 /* The chips gradients are reduced and ZeRO shards over: the DP-CP group
  * (data_parallel.h; parallel.cp is 1 without context parallelism). */
@@ -33,6 +45,8 @@ void sim_layer_table(const struct config *cfg, const struct model *m, double *pa
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
         .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
+        .mtp = true, .ep = cfg->parallel.ep, /* as sim.c's (ep counts only with MoE layers) */
     };
     for (int l = 0; l < m->n_layers; l++) {
         struct layer_cost lc;
@@ -59,12 +73,11 @@ static void layer_sums(const double *lp, const double *la, int lo, int hi, doubl
 /* Static bytes of `params` on the chip and on the host (offload). */
 static void static_bytes(const struct config *cfg, double params, double *chip, double *host)
 {
-    int dp = dp_group(cfg), z = cfg->training.zero, off = cfg->training.offload;
-    double w = params * cfg->model.weight_bits / 8.0, g = params * GRAD_BYTES;
-    double o = params * OPTIMIZER_BYTES;
-    if (z >= 1) o /= dp;
-    if (z >= 2) g /= dp;
-    if (z >= 3) w /= dp;
+    int off = cfg->training.offload;
+    double b[3];
+    dp_bytes_per_param_recipe(cfg->model.weight_bits, grad_bits(cfg), moment_bits(cfg),
+                              cfg->training.zero, dp_group(cfg), b);
+    double w = params * b[0], g = params * b[1], o = params * b[2];
     *host = 0;
     if (off >= OFFLOAD_OPTIMIZER) *host += o, o = 0;
     if (off >= OFFLOAD_WEIGHTS) *host += w, w = 0;
@@ -174,10 +187,15 @@ static mp_time send_time(const struct sim *s, int q, int st)
 
 static double layer_params(const struct sim *s, int l)
 {
+    /* sim.c's cost parameters (build_graph's, experts' ep included). */
+    const struct config *cfg = &s->cfg;
     struct cost_params cp = {
-        .seq_len = s->cfg.model.seq_len, .micro_batch = s->cfg.training.micro_batch,
-        .tp = s->cfg.parallel.tp, .recompute = s->cfg.training.recompute,
-        .weight_bits = s->cfg.model.weight_bits, .activation_bits = s->cfg.model.activation_bits,
+        .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
+        .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
+        .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
+        .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
+        .mtp = true, .ep = s->has_experts ? cfg->parallel.ep : 0,
     };
     struct layer_cost lc;
     model_layer_cost(&s->model, l, &cp, &lc);
@@ -259,16 +277,16 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
     const struct stage_cost *c = &s->stage_cost[lowest];
     double bytes;
     if (z >= 3) {
-        bytes = lp[c->layer_first] * GRAD_BYTES;
+        bytes = lp[c->layer_first] * grad_bytes(cfg);
     } else if (cfg->training.dp_overlap && dp > 1) {
         double pending = 0;
         for (int l = c->layer_last; l >= c->layer_first; l--) {
-            pending += lp[l] * GRAD_BYTES;
+            pending += lp[l] * grad_bytes(cfg);
             if (pending >= cfg->training.dp_bucket && l > c->layer_first) pending = 0;
         }
         bytes = pending;
     } else {
-        bytes = params * GRAD_BYTES;
+        bytes = params * grad_bytes(cfg);
     }
     mp_time t = 0;
     if (dp > 1) t = timed(tm, s, cfg, d, z >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE, bytes);
@@ -276,20 +294,33 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
     return t;
 }
 
-/* What must follow device d's last op: its optimizer step (or the updated
- * weights coming back from the host) and ZeRO 1/2's weight all-gather. */
+/* What must follow device d's last op: its step work (data_parallel.c:
+ * the gradient norm and the Adam step on the chip, priced by the kernel
+ * model's memory rate as sim.c prices them; with the optimizer offloaded,
+ * the updated weights coming back from the host) and ZeRO 1/2's weight
+ * all-gather, unless overlap_param_gather moved it to the step's start.
+ * The norm's all-reduce (4 bytes) is left out: a bound need not be tight. */
 static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params,
                     struct times *tm)
 {
     int dp = dp_group(cfg), z = cfg->training.zero;
-    if (params <= 0) return 0;
+    if (params <= 0 || !s->has_model) return 0;
     double shard = z >= 1 ? params / dp : params, wb = cfg->model.weight_bits / 8.0;
     mp_time t = 0;
-    if (cfg->training.offload == OFFLOAD_NONE)
-        t = sim_optimizer_step_time(s, shard);
-    else if (cfg->training.offload == OFFLOAD_OPTIMIZER)
+    if (cfg->training.offload == OFFLOAD_NONE) {
+        double b[3];
+        int gb = grad_bits(cfg), ob = moment_bits(cfg);
+        dp_bytes_per_param_recipe(cfg->model.weight_bits, gb, ob, z, dp, b);
+        t = price_memory((void *)s, shard * dp_norm_bytes_per_param(gb), 1) +
+            price_memory((void *)s,
+                         shard * dp_adam_bytes_per_param(cfg->model.weight_bits, gb, ob) +
+                             params * b[1], 2);
+    } else if (cfg->training.offload == OFFLOAD_OPTIMIZER) {
         t = timed(tm, s, cfg, d, N_COLL_OPS, shard * wb);
-    if ((z == 1 || z == 2) && dp > 1) t += timed(tm, s, cfg, d, COLL_ALL_GATHER, params * wb);
+    }
+    bool early = cfg->training.overlap_param_gather;
+    if ((z == 1 || z == 2) && dp > 1 && !early)
+        t += timed(tm, s, cfg, d, COLL_ALL_GATHER, params * wb);
     return t;
 }
 
@@ -320,11 +351,11 @@ static mp_time stream_sum(const struct sim *s, const double *lp, const struct co
                 double p = lp[l];
                 if (gather)
                     per_dp += gathers * (double)timed(tm, s, cfg, d, COLL_ALL_GATHER, p * wb) +
-                              (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * GRAD_BYTES);
+                              (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * grad_bytes(cfg));
                 if (off >= OFFLOAD_WEIGHTS)
                     per_from += gathers * (double)timed(tm, s, cfg, d, N_COLL_OPS, p * wb / dp);
                 if (off >= OFFLOAD_OPTIMIZER)
-                    per_to += (double)timed(tm, s, cfg, d, N_COLL_OPS, p * GRAD_BYTES / dp);
+                    per_to += (double)timed(tm, s, cfg, d, N_COLL_OPS, p * grad_bytes(cfg) / dp);
             }
             if (off == OFFLOAD_ALL && c->act_bytes > 0) {
                 mp_time a = timed(tm, s, cfg, d, N_COLL_OPS, c->act_bytes);

@@ -100,6 +100,119 @@ static const char *recompute_name(int r)
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* ---- where the time goes (issue 14: `mpsim run --breakdown`) ------------ */
+
+static const char *const bd_names[N_BD] = { "forward", "input_grad", "weight_grad", "recompute" };
+
+/* The chip's calibration and the stack the kernels were shaped for. */
+static void report_kernels_line(FILE *f, const struct sim *s)
+{
+    const struct config *c = &s->cfg;
+    const struct calib *k = &s->calib;
+    static const char *const recipes[] = { "none", "megatron-2022", "megatron-core" };
+    fprintf(f, "kernels     %s attention %s, %s GEMMs, recipe %s; ",
+            c->training.attention == ATTENTION_FLASH ? "flash" : "unfused",
+            c->training.dropout ? "with dropout" : "without dropout",
+            c->model.compute_bits == 8 ? "fp8" : "bf16",
+            c->training.recipe >= 0 && c->training.recipe < 3 ? recipes[c->training.recipe] : "?");
+    if (k->generic)
+        fprintf(f, "%s has no rows in hardware/kernels.csv: generic rows (*) with its catalogue "
+                   "compute_eff %.2f and mem_eff %.2f\n", k->chip, s->sys.chip.compute_eff,
+                s->sys.chip.mem_eff);
+    else
+        fprintf(f, "priced by the %s rows of hardware/kernels.csv%s\n", k->chip,
+                k->flash_generic ? " (flash attention: the generic rows)" : "");
+}
+
+static void row_short(const struct sim *s, int row, char *buf, size_t size)
+{
+    if (row < 0 || row >= s->calib.n_rows) snprintf(buf, size, "-");
+    else snprintf(buf, size, "line %ld", s->calib.rows[row].line);
+}
+
+void report_breakdown_text(FILE *f, const struct sim *s)
+{
+    if (!s->stage_bd) {
+        fprintf(f, "\nbreakdown   n/a (a synthetic model runs no kernels)\n");
+        return;
+    }
+    const struct calib *k = &s->calib;
+    fprintf(f, "\nbreakdown   one microbatch per stage pass, by kernel class; in brackets the line of "
+               "%s that priced the class's largest kernel\n", k->path);
+    char launch[32];
+    row_short(s, k->row[CAL_LAUNCH][0], launch, sizeof launch);
+    for (int st = 0; st < s->prog.stages; st++)
+        for (int b = 0; b < N_BD; b++) {
+            const struct time_breakdown *t = &s->stage_bd[(size_t)st * N_BD + b];
+            if (t->kernels == 0) continue;
+            double total = 0;
+            for (int c = 0; c < N_CT; c++) total += t->s[c];
+            fprintf(f, "  stage %-3d %-11s %9.3f ms:", st, bd_names[b], total * 1e3);
+            for (int c = 0; c < N_CT; c++) {
+                char row[32];
+                if (c == CT_LAUNCH) snprintf(row, sizeof row, "%s", launch);
+                else row_short(s, t->row[c], row, sizeof row);
+                fprintf(f, "  %s %.3f ms [%s]", calib_time_name(c), t->s[c] * 1e3, row);
+            }
+            fprintf(f, "  (%d kernels)\n", t->kernels);
+        }
+    const struct sim_result *r = &s->res;
+    for (int d = 0; r->stage && d < r->stages; d++)
+        fprintf(f, "  device %-3d exposed comm over the step: tp %.4g s, pp %.4g s, dp %.4g s, "
+                   "ep %.4g s\n", d, mp_seconds(r->stage[d].exposed_comm[COMM_TP]),
+                mp_seconds(r->stage[d].exposed_comm[COMM_PP]),
+                mp_seconds(r->stage[d].exposed_comm[COMM_DP]),
+                mp_seconds(r->stage[d].exposed_comm[COMM_EP]));
+}
+
+/* JSON key `breakdown`: the calibration file and chip, then per stage and
+ * pass the seconds by class with the row labels, and per device the
+ * exposed communication of the step by kind. */
+static cJSON *breakdown_json(const struct sim *s)
+{
+    cJSON *o = cJSON_CreateObject();
+    const struct calib *k = &s->calib;
+    cJSON_AddStringToObject(o, "calibration", k->path);
+    cJSON_AddStringToObject(o, "chip", k->chip);
+    cJSON_AddBoolToObject(o, "generic", k->generic);
+    cJSON *stages = cJSON_AddArrayToObject(o, "stages");
+    for (int st = 0; s->stage_bd && st < s->prog.stages; st++) {
+        cJSON *so = cJSON_CreateObject();
+        cJSON_AddNumberToObject(so, "stage", st);
+        for (int b = 0; b < N_BD; b++) {
+            const struct time_breakdown *t = &s->stage_bd[(size_t)st * N_BD + b];
+            cJSON *po = cJSON_AddObjectToObject(so, bd_names[b]);
+            double total = 0;
+            for (int c = 0; c < N_CT; c++) total += t->s[c];
+            cJSON_AddNumberToObject(po, "total_s", total);
+            cJSON *rows = cJSON_CreateObject();
+            for (int c = 0; c < N_CT; c++) {
+                char key[32], label[160];
+                snprintf(key, sizeof key, "%s_s", calib_time_name(c));
+                cJSON_AddNumberToObject(po, key, t->s[c]);
+                calib_row_label(k, c == CT_LAUNCH ? k->row[CAL_LAUNCH][0] : t->row[c], label,
+                                sizeof label);
+                cJSON_AddStringToObject(rows, calib_time_name(c), label);
+            }
+            cJSON_AddNumberToObject(po, "kernels", t->kernels);
+            cJSON_AddItemToObject(po, "rows", rows);
+        }
+        cJSON_AddItemToArray(stages, so);
+    }
+    cJSON *dev = cJSON_AddArrayToObject(o, "devices");
+    const struct sim_result *r = &s->res;
+    for (int d = 0; r->stage && d < r->stages; d++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "device", d);
+        cJSON *x = cJSON_AddObjectToObject(e, "exposed_comm_s");
+        for (int q = COMM_TP; q < N_COMM_KINDS; q++)
+            cJSON_AddNumberToObject(x, tg_comm_name((enum comm_kind)q),
+                                    mp_seconds(r->stage[d].exposed_comm[q]));
+        cJSON_AddItemToArray(dev, e);
+    }
+    return o;
+}
+
 /* Context parallelism and given stages (branch context, issue 17): the CP
  * layout in Megatron-Core's chip order and each stage's decoder layers. */
 static void report_context_text(FILE *f, const struct sim *s)
@@ -147,6 +260,7 @@ void report_text(FILE *f, const struct sim *s)
                 (double)c->synthetic.forward / 1e9, (double)c->synthetic.backward_input / 1e9,
                 (double)c->synthetic.backward_weight / 1e9, (double)c->synthetic.hop / 1e9);
     fprintf(f, "system      %s: %d × %s\n", s->sys.name, r->n_chips, s->sys.chip.name);
+    if (s->has_calib) report_kernels_line(f, s);
     fprintf(f, "layout      tp %d × pp %d × dp %d, vpp %d, schedule %s, %d microbatches of %d, "
                "recompute %s, zero %d\n",
             c->parallel.tp, c->parallel.pp, c->parallel.dp, c->parallel.vpp, c->training.schedule,
@@ -197,6 +311,7 @@ void report_text(FILE *f, const struct sim *s)
         fprintf(f, " (%" PRId64 " periods of steady state skipped, results as simulated in full)",
                 r->steady_skipped_periods);
     fputc('\n', f);
+    if (s->want_breakdown) report_breakdown_text(f, s);
 
     fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", "stage",
             "chip", "busy", "idle", "first start", "last end", "peak mem", "weights", "grads",
@@ -390,6 +505,7 @@ void report_json(FILE *f, const struct sim *s)
             cJSON_AddNumberToObject(mem, tg_mem_cat_name(cats[k]), st->mem[cats[k]]);
         cJSON_AddItemToArray(stages, o);
     }
+    if (s->want_breakdown && s->has_model) cJSON_AddItemToObject(root, "breakdown", breakdown_json(s));
     char *text = cJSON_Print(root);
     fprintf(f, "%s\n", text);
     free(text);

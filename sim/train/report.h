@@ -19,6 +19,15 @@
  * accounting, and per-stage tables (busy and memory; the accounting). */
 void report_text(FILE *f, const struct sim *s);
 
+/* Where each stage pass's time goes (`mpsim run --breakdown`): per stage
+ * and pass (forward, input_grad, weight_grad, recompute) one microbatch's
+ * time by kernel class (gemm, attention, memory, launch) with the line of
+ * hardware/kernels.csv that priced each class's largest kernel, and per
+ * device the exposed communication of the step by kind. report_text
+ * prints it when the run asked (sim_options.breakdown); report_json then
+ * adds the same as the key `breakdown`. */
+void report_breakdown_text(FILE *f, const struct sim *s);
+
 /* One JSON object (cJSON), keys of DESIGN.md §4; for an infeasible run,
  * feasible=false and infeasible_reason, with what metrics exist. */
 void report_json(FILE *f, const struct sim *s);

@@ -11,17 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "price.h"
 #include "sim/strategy/collective.h"
 #include "sim/strategy/context.h"
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/steady.h"
 #include "sim/strategy/tensor.h"
 #include "sim/io/units.h"
-
-/* The optimizer step streams weights, grads, master and moments in (18 B)
- * and writes weights, master and moments back (14 B); about 12 FLOPs/param. */
-#define OPTIMIZER_TRAFFIC_PER_PARAM 32.0
-#define OPTIMIZER_FLOPS_PER_PARAM 12.0
 
 void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi)
 {
@@ -56,15 +52,6 @@ void sim_chunk_layers(const struct pipe_program *prog, const int *device_layers,
     free(seen);
 }
 
-/* Compute time of one op on the simulated chip: the roofline of chip.h
- * (tensor.h's op_time callback; `gemm` sizes the op's largest GEMM). */
-static mp_time sim_op_time(void *ctx, double flops, double bytes, double gemm, double elem)
-{
-    const struct sim *s = ctx;
-    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
-    return efficiency_op_time(&s->eff, &s->sys.chip, flops, bytes, gemm, elem, bits);
-}
-
 static struct cost_params sim_cost_params(const struct sim *s)
 {
     const struct config *cfg = &s->cfg;
@@ -73,36 +60,14 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
         .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
         .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
 }
 
-/* Context parallelism (branch context, issue 17): one decoder's pass times
- * with the attention core priced block by block (context.h) and the rest of
- * the layer on the chip as today; tensor.c splits the same way. */
-static void cp_decoder_times(const struct sim *s, int l, const struct layer_cost *lc, double gemm,
-                             double *f, double *b, double *rc_time)
-{
-    double elem, elem_b;
-    struct cost_params cp = sim_cost_params(s);
-    context_elementwise_bytes(&s->model, l, &cp, &elem, &elem_b);
-    double core = context_core_flops(&s->context, l);
-    double bb = lc->flops_b - 2 * core;
-    double rc = s->cfg.training.recompute == RECOMPUTE_FULL ? lc->flops_f - core : 0;
-    *f = (double)sim_op_time((void *)s, lc->flops_f - core, lc->bytes_f, gemm, elem) +
-         (double)context_core_time(&s->context, l, false);
-    mp_time bl = sim_op_time((void *)s, bb + rc, lc->bytes_b, gemm, elem_b);
-    *b = (double)bl + (double)context_core_time(&s->context, l, true);
-    /* The re-run forward, for the step accounting: the rest of the layer's
-     * (full recompute) and the core's, ring and all (any recompute). */
-    *rc_time = rc / (bb + rc + 1e-300) * (double)bl;
-    if (s->cfg.training.recompute != RECOMPUTE_NONE) {
-        *b += (double)context_core_time(&s->context, l, false);
-        *rc_time += (double)context_core_time(&s->context, l, false);
-    }
-}
-
-/* Price each stage from the model's layers on the chip. */
+/* Price each stage from its layers' kernels on the chip (price.c); a
+ * context-parallel decoder's attention core is context.h's, block by block
+ * (its compute pieces; tensor.c lays out its transfers). */
 static void price_transformer(struct sim *s)
 {
     int S = s->prog.stages, L = s->model.decoders;
@@ -114,38 +79,32 @@ static void price_transformer(struct sim *s)
         memset(c, 0, sizeof *c);
         c->layer_first = lo;
         c->layer_last = hi;
+    }
+    price_layers(s);
+    for (int st = 0; st < S; st++) {
+        struct stage_cost *c = &s->stage_cost[st];
         double f = 0, b = 0, w = 0, rc = 0;
-        for (int l = lo; l <= hi; l++) {
+        for (int l = c->layer_first; l <= c->layer_last; l++) {
+            const struct layer_price *lp = &s->price[l];
+            f += (double)layer_price_pass(lp, KPASS_F);
+            b += (double)layer_price_pass(lp, KPASS_B) + (double)lp->recompute;
+            w += (double)layer_price_pass(lp, KPASS_W);
+            /* The re-run forward's share of the backward, for the step
+             * accounting (tensor.c lays the same parts out). */
+            rc += (double)lp->recompute;
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
-            double tok = (double)cp.seq_len * cp.micro_batch, h = s->model.hidden;
-            if (s->has_context) tok /= cp.cp; /* the CP rank's tokens */
-            double gemm = 2.0 * tok * h * (s->model.intermediate > h ? s->model.intermediate : h) / cp.tp;
-            struct cost_params none = cp;
-            none.recompute = RECOMPUTE_NONE;
-            struct layer_cost ln;
-            model_layer_cost(&s->model, l, &none, &ln);
-            double elem = s->model.layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
-            double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
             if (s->has_context && context_layer_applies(&s->context, l)) {
-                double cf, cb, crc;
-                cp_decoder_times(s, l, &lc, gemm, &cf, &cb, &crc);
+                double cf = (double)context_core_time(&s->context, l, false);
                 f += cf;
-                b += cb;
-                rc += crc;
-            } else {
-                f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
-                mp_time bl = sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
-                b += (double)bl;
-                /* The re-run forward's share of the backward, for the step
-                 * accounting (tensor.c cuts the TP passes the same way). */
-                rc += lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300) * (double)bl;
+                b += (double)context_core_time(&s->context, l, true);
+                /* Recompute reruns the core, ring and all (Megatron-Core
+                 * checkpoints core attention under selective recompute). */
+                if (cp.recompute != RECOMPUTE_NONE) b += cf, rc += cf;
             }
-            w += (double)sim_op_time(s, lc.flops_w, lc.bytes_w, gemm, 0);
             if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
                 /* The backward rebuilds one layer's activations at a time, as
-                 * selective recompute would keep them (attention kernels that
-                 * never hold the s² scores, i.e. flash attention). */
+                 * selective recompute would keep them. */
                 struct cost_params sel = cp;
                 sel.recompute = RECOMPUTE_SELECTIVE;
                 struct layer_cost lw;
@@ -156,8 +115,8 @@ static void price_transformer(struct sim *s)
             c->act_w_bytes += lc.act_w_bytes;
             c->send_bytes = lc.boundary_bytes; /* the last layer's output leaves */
         }
-        /* Each term is at most MP_TIME_HUGE (chip_op_time saturates); so is
-         * the sum, and check_horizon reports it before the engine runs. */
+        /* Each part is at most MP_TIME_HUGE; check_horizon reports a sum
+         * past it before the engine runs. */
         c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
         c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
         c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
@@ -186,18 +145,6 @@ static void price_synthetic(struct sim *s)
     }
 }
 
-static mp_time sim_optimizer_time(void *ctx, double params)
-{
-    const struct sim *s = ctx;
-    return chip_op_time(&s->sys.chip, params * OPTIMIZER_FLOPS_PER_PARAM,
-                        params * OPTIMIZER_TRAFFIC_PER_PARAM, 16);
-}
-
-mp_time sim_optimizer_step_time(const struct sim *s, double params)
-{
-    return sim_optimizer_time((void *)s, params);
-}
-
 /* The tensor-parallel passes (tensor.h) when there is a TP group, or when
  * data-parallel buckets need the last backward cut per layer. */
 static void plan_tensor(struct sim *s)
@@ -220,8 +167,9 @@ static void plan_tensor(struct sim *s)
         .model = &s->model, .cp = &cp, .sys = &s->sys, .chip = &s->sys.chip,
         .layer_first = first, .layer_last = last, .lane = lane, .stages = S,
         .tsp = cfg->parallel.tsp, .overlap = cfg->parallel.tp_overlap, .split_last = split,
+        .comm_overlap = cfg->parallel.tp_comm_overlap, .overlap_hidden = s->calib.comm_overlap,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
-        .op_time = sim_op_time, .op_ctx = s, .ep = s->has_experts,
+        .price = s->price, .ep = s->has_experts,
         .context = s->has_context ? &s->context : NULL,
     };
     tensor_plan_build(&s->tensor, &in);
@@ -261,7 +209,7 @@ static int plan_experts(struct sim *s, struct mp_error *err)
         .a2a = cfg->experts.all_to_all, .act_bits = act,
         .dispatch_bits = cfg->experts.dispatch_bits ? cfg->experts.dispatch_bits : act,
         .weight_bits = cfg->model.weight_bits, .seed = (unsigned long)cfg->run.seed,
-        .show_ranks = cfg->experts.show_ranks, .op_time = sim_op_time, .op_ctx = s,
+        .show_ranks = cfg->experts.show_ranks, .expert_time = price_expert, .op_ctx = s,
     };
     rc = experts_plan_build(&s->experts, &in, err);
     free(group);
@@ -409,8 +357,11 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeli
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
         .layer_flops = layer_flops,
+        .grad_bits = cfg->training.grad_reduce == PRECISION_BF16 ? 16 : 32,
+        .optimizer_bits = cfg->training.optimizer_state == PRECISION_BF16 ? 16 : 32,
+        .overlap_param_gather = cfg->training.overlap_param_gather,
         .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
-        .optimizer_time = sim_optimizer_time, .ctx = s, .offload = &s->offload,
+        .memory_time = s->has_model ? price_memory : NULL, .ctx = s, .offload = &s->offload,
     };
     struct dp_state dp;
     dp_init(&dp, &s->g, &in);
@@ -692,6 +643,7 @@ static void fold_metrics(struct sim *s)
                                   .recompute = cfg->training.recompute,
                                   .weight_bits = cfg->model.weight_bits,
                                   .activation_bits = cfg->model.activation_bits,
+                                  .flash = cfg->training.attention == ATTENTION_FLASH,
                                   .mtp = true };
         double extra = 0;
         for (int l = 0; l < s->model.n_layers; l++) {
@@ -700,8 +652,7 @@ static void fold_metrics(struct sim *s)
             extra += lc.flops_recompute;
         }
         r->hardware_flops = r->model_flops + extra * sequences;
-        double peak = cfg->model.weight_bits <= 8 && s->sys.chip.peak_fp8 > 0
-                          ? s->sys.chip.peak_fp8 : s->sys.chip.peak_bf16;
+        double peak = cfg->model.compute_bits == 8 ? s->sys.chip.peak_fp8 : s->sys.chip.peak_bf16;
         double denom = (double)r->n_chips * peak * seconds;
         r->mfu = denom > 0 ? r->model_flops / denom : 0;
         r->hfu = denom > 0 ? r->hardware_flops / denom : 0;
@@ -847,7 +798,7 @@ static int plan_context(struct sim *s, struct mp_error *err)
     struct cost_params cp = sim_cost_params(s);
     struct cp_input in = { .model = &s->model, .sys = &s->sys, .cp = &cp,
                            .kind = cfg->parallel.cp_kind, .ulysses = cfg->parallel.cp_ulysses,
-                           .lane = lane, .stages = S, .op_time = sim_op_time, .op_ctx = s };
+                           .lane = lane, .stages = S, .calib = &s->calib };
     int rc = context_plan_build(&s->context, &in, err);
     free(lane);
     if (rc) {
@@ -875,8 +826,9 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
         s->catalog = *in->catalog;
         s->sys = *in->sys;
         s->has_system = true;
-        s->eff = *in->eff;
-        return MP_OK;
+        if (s->has_model && !in->calib)
+            return mp_fail(err, MP_ERR_INTERNAL, "sim_inputs without a kernel calibration");
+        return s->has_model ? price_load(s, in->calib, err) : MP_OK;
     }
     if (cfg->model.kind == MODEL_TRANSFORMER) {
         if ((rc = model_load_config(&s->model, cfg, err))) return rc;
@@ -889,7 +841,7 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
     int chips = (int)config_chips(cfg);
     if ((rc = system_load(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
-    if ((rc = efficiency_load_default(&s->eff, s->sys.chip.name, err))) return rc;
+    if (s->has_model && (rc = price_load(s, NULL, err))) return rc;
     return MP_OK;
 }
 
@@ -925,7 +877,9 @@ static bool declare_period(struct sim *s, const struct steady_plan *sp,
             int id = g->stream_ops[off + i] - po->origin_first;
             bool mine = id >= 0 && id < po->n_origin;
             if (mine && po->origin_device[id] != dev) ok = false;
-            int64_t org = mine ? po->origin[id] : INT64_MAX;
+            /* Ops appended before the pipeline's (dp_init's early weight
+             * gathers) come first on their stream, those after it last. */
+            int64_t org = mine ? po->origin[id] : id < 0 ? INT64_MIN : INT64_MAX;
             for (int k = 0; k < 4; k++) ins[k] += org < at[k];
         }
         lo[st] = ins[0];
@@ -1008,6 +962,7 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->res.feasible = true;
+    s->want_breakdown = opts->breakdown;
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
     if ((rc = load_inputs(s, opts->inputs, err))) return rc;
@@ -1148,6 +1103,7 @@ void sim_release(struct sim *s)
     }
     if (s->has_tensor) tensor_plan_release(&s->tensor);
     if (s->has_experts) experts_plan_release(&s->experts);
+    price_release(s);
     if (s->has_context) context_plan_release(&s->context);
     free(s->stage_decoders);
     free(s->stage_cost);

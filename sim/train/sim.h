@@ -16,7 +16,8 @@
 #include "sim/strategy/context.h"
 #include "sim/io/config.h"
 #include "cost.h"
-#include "hardware/efficiency.h"
+#include "hardware/calib.h"
+#include "models/kernels.h"
 #include "sim/engine/engine.h"
 #include "sim/strategy/experts.h"
 #include "sim/strategy/offload.h"
@@ -40,6 +41,18 @@ struct stage_report {
      * stream waited for: the split's exposed_* parts (step_split.h). */
     mp_time exposed_comm[N_COMM_KINDS];
     struct step_split split; /* the stage's step accounting, sums to step_time */
+};
+
+/* Where one stage pass's time goes (`mpsim run --breakdown`): seconds of
+ * one microbatch by kernel class (calib.h: gemm, attention, memory,
+ * launch) and, per class, the calibration row that priced its largest
+ * kernel. BD_RECOMPUTE is what the backward re-runs first. */
+enum { BD_F, BD_B, BD_W, BD_RECOMPUTE, N_BD };
+struct time_breakdown {
+    double s[N_CT];
+    int row[N_CT];      /* index into sim.calib.rows, -1 none */
+    double top[N_CT];   /* that kernel's seconds */
+    int kernels;
 };
 
 struct sim_result {
@@ -102,7 +115,15 @@ struct sim {
     struct chip_catalog catalog;
     struct system sys;
     bool has_system;
-    struct efficiency eff;          /* op efficiency by shape (hardware/efficiency.csv) */
+    struct calib calib;             /* kernel calibration rows of the chip (hardware/kernels.csv) */
+    bool has_calib;
+    struct kernel_params kp;        /* kernel shapes of the scenario (price.c) */
+    struct layer_price *price;      /* [model.n_layers]: each layer's kernels priced */
+    struct time_breakdown *layer_bd;/* [model.n_layers × N_BD] */
+    struct time_breakdown *stage_bd;/* [prog.stages × N_BD] */
+    struct kernel_list kl;          /* scratch kernel list */
+    struct price_memo *expert_memo; /* routed-expert times by token count (price.c) */
+    bool want_breakdown;            /* sim_options.breakdown */
     struct pipe_program prog;
     bool has_prog;
     struct stage_cost *stage_cost;  /* [prog.stages] */
@@ -118,19 +139,20 @@ struct sim {
     struct taskgraph g;
     struct engine e;
     bool has_graph;
-    bool borrowed;                  /* model, catalogue, system, eff from sim_options.inputs */
+    bool borrowed;                  /* model, catalogue, system, calib from sim_options.inputs */
     struct sim_result res;
 };
 
 /* Inputs many runs of one model on one machine share (search, sweeps): the
- * model, chip catalogue, system and efficiency table, loaded once. Borrowed
+ * model, chip catalogue, system and the chip's kernel calibration
+ * (calib_load_default for sys->chip; required with a model), loaded once. Borrowed
  * by sim_run, never freed by sim_release; the system must have been loaded
  * for this many chips (system_load's chips_needed). */
 struct sim_inputs {
     const struct model *model;      /* NULL: a synthetic model */
     const struct chip_catalog *catalog;
     const struct system *sys;
-    const struct efficiency *eff;
+    const struct calib *calib;
 };
 
 struct sim_options {
@@ -139,6 +161,7 @@ struct sim_options {
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
     const struct sim_inputs *inputs; /* NULL: load them from the scenario */
+    bool breakdown;     /* keep and report where each stage pass's time goes */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
@@ -158,10 +181,6 @@ void sim_release(struct sim *s);
  * sim/train/bound.h). Errors as sim_run; sim_release afterwards. */
 int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_options *opts,
                      int microbatches, struct mp_error *err);
-
-/* The optimizer step of `params` parameters on the simulated chip, as the
- * step's optimizer op is priced (data_parallel.c). */
-mp_time sim_optimizer_step_time(const struct sim *s, double params);
 
 /* The layers pipeline stage `s` of `stages` holds, as indices into
  * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head).
