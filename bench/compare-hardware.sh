@@ -45,5 +45,6 @@ row "H100 SXM (dgx-h100)" scenarios/compare-h100.ini
 row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
 row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
 row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
-row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.pp=2 \
-    --set parallel.dp=256 --set parallel.vpp=5 --set parallel.tp_overlap=false
+row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.pp=1 \
+    --set parallel.dp=512 --set parallel.vpp=1 --set parallel.tp_overlap=false \
+    --set training.schedule=1f1b --set training.recompute=none --set training.zero=3
