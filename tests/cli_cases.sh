@@ -54,6 +54,19 @@ expect 2 "--set needs a value" -- run scenarios/teach-bubbles.ini --set
 # (this used to read past the end of argv and crash).
 expect 2 "--best: '--set' is not a column" -- sweep scenarios/teach-bubbles.ini --vary parallel.pp=2,4 --out "$T/out/s.csv" --best --set
 expect 2 "--metric '--set'" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --metric --set
+# Issue 22: search's new flags, offload without a host tier.
+expect 2 "--fix parallel.tpp" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix parallel.tpp=2
+expect 2 "--fix training.schedule|1f1c" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix training.schedule=1f1c
+expect 2 "--simulate" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --simulate 0
+expect 2 "--batch-policy" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --batch-policy nearest
+expect 2 "training.offload|[host]" -- run scenarios/mi300x-llama3-70b.ini --set hardware.system=textbook --set training.zero=1 --set training.offload=optimizer
+# Nothing fits: the summary names the constraint that ruled out the most.
+"$MPSIM" search bench/search-530b.ini --chips 5128 --quiet >"$T/stdout" 2>"$T/stderr"
+if [ $? -eq 3 ] && grep -q "nothing fits: the most layouts .* global batch does not split" "$T/stdout"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: search that fits nothing does not name the constraint"
+fi
 expect 2 "--set|parallel.pp" -- run scenarios/teach-bubbles.ini --set parallel.pp $O
 expect 2 "--set|parallel.ppp|did you mean 'parallel.pp'" -- run scenarios/teach-bubbles.ini --set parallel.ppp=2 $O
 expect 2 "list: unknown 'gadgets'" -- list gadgets

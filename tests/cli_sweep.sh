@@ -108,9 +108,9 @@ grep -q '^   1. ttft_p50_s .*inference.micro_batch=8' "$T/out" && ok || { bad "-
 Q="scenarios/mi300x-llama3-70b.ini --chips 16 --max-micro-batch 2 --schedules 1f1b,gpipe --quiet"
 "$MPSIM" search $Q --jobs 1 --out "$T/s1.csv" >"$T/out" 2>&1 &&
 "$MPSIM" search $Q --jobs 2 --out "$T/s2.csv" >/dev/null 2>&1 || bad "search --out failed"
-n=$(sed -n 's/.*; \([0-9]*\) simulated.*/\1/p' "$T/out")
+n=$(sed -n 's/.* s, \([0-9]*\) simulated.*/\1/p' "$T/out")
 cmp -s "$T/s1.csv" "$T/s2.csv" && [ -n "$n" ] && [ "$(($(wc -l <"$T/s1.csv") - 1))" -eq "$n" ] &&
-    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,training.micro_batch,training.schedule,training.recompute,training.zero,step_time_s,' &&
+    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,parallel.sp,parallel.tp_overlap,training.micro_batch,training.schedule,training.recompute,training.zero,training.offload,training.global_batch,step_time_s,' &&
     [ ! -e "$T/s1.csv.partial" ] && ok || { bad "search --out ($n simulated)"; head -3 "$T/s1.csv"; }
 # ... and `mpsim plot` reads it like a sweep.
 "$MPSIM" plot "$T/s1.csv" --x pp --y tokens_per_s --by tp --out "$T/s.svg" 2>/dev/null &&

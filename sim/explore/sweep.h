@@ -39,7 +39,7 @@
  * step_time_s). mfu is empty for a synthetic model (no FLOP count). */
 #define SWEEP_SPLIT_COLUMNS                                                   \
     "compute_s,recompute_s,exposed_tp_s,exposed_cp_s,exposed_pp_s,"           \
-    "exposed_dp_s,exposed_ep_s,bubble_s,optimizer_s,other_s"
+    "exposed_dp_s,exposed_ep_s,exposed_host_s,bubble_s,optimizer_s,other_s"
 #define SWEEP_METRIC_COLUMNS                                                  \
     "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
     "usd_per_step,usd_per_mtok,budget_chip_hours," SWEEP_SPLIT_COLUMNS

@@ -117,6 +117,7 @@ struct config {
         bool dp_overlap;    /* gradient buckets sync during the last backward */
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
+        int offload;        /* enum offload_kind (sim/strategy/offload.h) */
         /* The software stack (docs/recipes.md). */
         int attention;      /* enum attention_kind: flash | unfused */
         bool dropout;       /* dropout on attention probabilities and hidden states */
@@ -198,6 +199,7 @@ struct config {
         uint64_t seed;
         int fidelity;       /* enum fidelity (collective.h): fast | detailed */
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
+        bool steady_skip;   /* skip repeating periods of the steady state (engine.h) */
     } run;
 
     /* Keys given by the scenario or --set (bit i: config_keys[i]), so a

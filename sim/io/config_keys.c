@@ -305,5 +305,13 @@ const struct config_key config_keys[] = {
         "auto|none|bnb_8bit|bnb_4bit|fp8", 1, 0,
         "how weights are sized: auto = the model's quantization_config, else "
         "model.weight_bits (none); bnb = bitsandbytes"),
+    /* Issue 22 (scale): steady-state skipping, offload. */
+    KEY("training.offload", CONFIG_ENUM, training.offload, "none",
+        "none|optimizer|optimizer+weights|all", 1, 0,
+        "state kept in host memory over the system's [host] link (DeepSpeed ZeRO-Offload / "
+        "ZeRO-Infinity): optimizer (needs zero >= 1), + weights, + activations (need zero = 3)"),
+    KEY("run.steady_skip", CONFIG_BOOL, run.steady_skip, "true", NULL, 1, 0,
+        "skip whole periods of a pipeline's steady state once the engine sees its state "
+        "repeat (results identical to the full run); false = simulate every op"),
     {.name = NULL},
 };
