@@ -236,9 +236,40 @@ void serve_kv_account(struct serve *s, int rep);
  * into the result at the end. */
 void serve_hist_init(struct serve *s);
 void serve_hist_release(struct serve *s);
-void serve_hist_pass(struct serve *s, double requests, double tokens);
-void serve_hist_itl(struct serve *s, mp_time gap);
 void serve_hist_transfer(struct serve *s, mp_time t);
+/* A distribution's count, sum and, once it is a histogram, the value
+ * binned last and its bin's count: a value equal to the last one (a pass
+ * of one request, one token, the same gap again) is counted here, inline,
+ * without a call; any other goes through serve_hist_add. s->hist begins
+ * with the heads of SERVE_HIST_ITL, _BATCH and _TOKENS. */
+enum { SERVE_HIST_ITL, SERVE_HIST_BATCH, SERVE_HIST_TOKENS, SERVE_HIST_TRANSFER, SERVE_HISTS };
+struct serve_vd_head {
+    uint64_t count;
+    double sum;
+    double hot_x;
+    double *hot_bin;    /* NULL until the distribution is a histogram */
+};
+void serve_hist_add(struct serve *s, int which, double x);
+static inline void serve_hist_put(struct serve *s, int which, double x)
+{
+    struct serve_vd_head *h = &((struct serve_vd_head *)(void *)s->hist)[which];
+    if (h->hot_bin && x == h->hot_x) {
+        h->count++;
+        h->sum += x;
+        (*h->hot_bin)++;
+        return;
+    }
+    serve_hist_add(s, which, x);
+}
+static inline void serve_hist_pass(struct serve *s, double requests, double tokens)
+{
+    serve_hist_put(s, SERVE_HIST_BATCH, requests);
+    serve_hist_put(s, SERVE_HIST_TOKENS, tokens);
+}
+static inline void serve_hist_itl(struct serve *s, mp_time gap)
+{
+    serve_hist_put(s, SERVE_HIST_ITL, mp_seconds(gap));
+}
 void serve_fold(struct serve *s);
 
 /* serve_disagg.c: a request whose prefill ended on a prefill replica: its
