@@ -21,20 +21,19 @@ struct serve_memo { double tokens, emits, seconds; bool set; };
 
 /* The attention part depends on who is in the pass, but its inputs (the
  * batch's decode and prompt sums) recur: a decode member of context c
- * prices as any other one of context c. Memoised per priced stage, on
- * every kernel_batch field kernels_serve_attention reads, for stages of at
- * most ATTN_REPS distinct attention shapes: the memo keeps each shape's
- * kernel costs, and the pass adds them layer by layer as a miss does, so
- * a hit gives the same sum bit for bit. One table for all stages (2.4 MB,
- * allocated when first used): the walk-at-a-time loop prices one stage
- * per class, and only full attention's varies. */
+ * prices as any other one of context c. So a pass's whole time on a stage
+ * with attention is memoised too, on the stage, the emits and every
+ * kernel_batch field kernels_serve_attention reads (tokens among them):
+ * the time is a function of those alone, so a hit is the time a miss
+ * computes, bit for bit. One table for all stages (2.2 MB, allocated when
+ * first used): the walk-at-a-time loop prices one
+ * stage per class, and only full attention's varies. */
 #define ATTN_MEMO 16384
-#define ATTN_REPS 2
 #define ATTN_KEY 11
 struct attn_memo {
-    double key[ATTN_KEY];
-    int stage, kn[ATTN_REPS];
-    double kc[ATTN_REPS][2];
+    double key[ATTN_KEY], emits;
+    int stage;
+    mp_time d;               /* the pass's time on the stage */
     bool set;
 };
 
@@ -60,12 +59,7 @@ struct serve_pricer {
     double *tc;
     int tc_cap;
     struct kernel_window win;   /* the model's attention window */
-    /* The attention memo (NULL until used); per priced stage its distinct
-     * shapes (their layers' indices; n −1 when more than ATTN_REPS, 0
-     * until counted). */
-    struct attn_memo *amemo;
-    int *arep_n;
-    int (*arep)[ATTN_REPS];
+    struct attn_memo *amemo;    /* NULL until used */
 };
 
 /* Forget every stage's attention memo. */
@@ -121,8 +115,6 @@ int serve_price_layers(struct serve *s, struct mp_error *err)
     p->attention = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->attention);
     p->first = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->first);
     p->kp = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->kp);
-    p->arep_n = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->arep_n);
-    p->arep = mp_xcalloc((size_t)(P > 0 ? P : 1), sizeof *p->arep);
     if (s->priced && s->pool)
         for (int q = 0; q < s->n_pools; q++) p->first[s->pool[q].priced0] = true;
     else if (P > 0)
@@ -211,8 +203,6 @@ void serve_price_release(struct serve *s)
     free(p->first);
     free(p->kp);
     free(p->amemo);
-    free(p->arep_n);
-    free(p->arep);
     free(p->shape);
     free(p->rep);
     free(p->kn);
@@ -313,28 +303,17 @@ static void attn_key(const struct kernel_batch *b, double key[ATTN_KEY])
 static bool attn_same(const struct attn_memo *e, int stage, const struct kernel_batch *b)
 {
     const double *k = e->key;
-    return e->stage == stage && k[1] == b->decode_ctx && k[6] == b->prefill_pairs && k[9] == b->tokens &&
+    return e->stage == stage && e->emits == b->emits && k[1] == b->decode_ctx && k[6] == b->prefill_pairs && k[9] == b->tokens &&
            k[0] == b->decode && k[5] == b->prefill_tokens && k[10] == b->items &&
            k[8] == b->prefill_items && k[2] == b->decode_ctx_win &&
            k[7] == b->prefill_pairs_win && k[3] == b->decode_reread &&
            k[4] == b->decode_reread_win;
 }
 
-/* The memo entry of batch b on priced stage `stage`, NULL when the stage
- * has too many attention shapes to memoise. */
+/* The memo entry of batch b on priced stage `stage`. */
 static struct attn_memo *attn_find(const struct serve *s, int stage, const struct kernel_batch *b)
 {
     struct serve_pricer *p = s->pricer;
-    if (p->arep_n[stage] == 0) {
-        int n = 0;
-        for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++)
-            if (p->rep[i] == i) {
-                if (n == ATTN_REPS) { n = -1; break; }
-                p->arep[stage][n++] = i;
-            }
-        p->arep_n[stage] = n == 0 ? -1 : n;
-    }
-    if (p->arep_n[stage] < 0) return NULL;
     if (!p->amemo) p->amemo = mp_xcalloc(ATTN_MEMO, sizeof *p->amemo);
     /* The sums are whole numbers in practice; any bits hash. */
     uint64_t c, q;
@@ -348,6 +327,11 @@ static struct attn_memo *attn_find(const struct serve *s, int stage, const struc
 mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b)
 {
     struct serve_pricer *p = s->pricer;
+    struct attn_memo *e = NULL;
+    if (p->attention[stage]) {
+        e = attn_find(s, stage, b);
+        if (e->set && attn_same(e, stage, b)) return e->d;
+    }
     /* Token and emit counts are whole numbers below the token budget. */
     size_t h = ((size_t)b->tokens * 40503u + (size_t)b->emits) % SERVE_MEMO;
     struct serve_memo *m = &p->memo[(size_t)stage * SERVE_MEMO + h];
@@ -355,50 +339,22 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
         *m = (struct serve_memo){ b->tokens, b->emits, stage_kernels(s, stage, b, KSERVE_TOKENS),
                                   true };
     double t = m->seconds;
-    /* The attention part (decode members' KV grows by a token a pass):
-     * kernels_serve_layer's KSERVE_ATTENTION kernels, from shapes taken
-     * once, each distinct shape priced once a pass (or found in the memo
-     * above) and its costs added layer by layer in order (the same sum). */
-    if (p->attention[stage]) {
-        struct attn_memo *e = attn_find(s, stage, b);
-        bool hit = e && e->set && attn_same(e, stage, b);
-        if (hit) {
-            for (int q = 0; q < p->arep_n[stage]; q++) {
-                int i = p->arep[stage][q];
-                p->kn[i] = e->kn[q];
-                p->kc[i][0] = e->kc[q][0];
-                p->kc[i][1] = e->kc[q][1];
-            }
-            for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
-                int r = p->rep[i];
-                for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
-            }
-        } else {
-            for (int i = s->layer_off[stage]; i < s->layer_off[stage + 1]; i++) {
-                int r = p->rep[i];
-                if (r != i) {
-                    for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
-                    continue;
-                }
-                struct kernel k[2];
-                p->kn[i] = kernels_serve_attention(&p->shape[i], b, k);
-                for (int j = 0; j < p->kn[i]; j++) {
-                    struct calib_cost c;
-                    calib_kernel(&p->calib, &k[j], &c);
-                    t += p->kc[i][j] = c.busy + c.launch;
-                }
-            }
-            if (e) {
-                attn_key(b, e->key);
-                e->stage = stage;
-                for (int q = 0; q < p->arep_n[stage]; q++) {
-                    int i = p->arep[stage][q];
-                    e->kn[q] = p->kn[i];
-                    e->kc[q][0] = p->kc[i][0];
-                    e->kc[q][1] = p->kc[i][1];
-                }
-                e->set = true;
-            }
+    /* The attention part, priced anew each pass (decode members' KV grows
+     * by a token a pass): kernels_serve_layer's KSERVE_ATTENTION kernels,
+     * from shapes taken once, each distinct shape priced once a pass and
+     * its costs added layer by layer in order (the same sum). */
+    for (int i = s->layer_off[stage]; p->attention[stage] && i < s->layer_off[stage + 1]; i++) {
+        int r = p->rep[i];
+        if (r != i) {
+            for (int j = 0; j < p->kn[r]; j++) t += p->kc[r][j];
+            continue;
+        }
+        struct kernel k[2];
+        p->kn[i] = kernels_serve_attention(&p->shape[i], b, k);
+        for (int j = 0; j < p->kn[i]; j++) {
+            struct calib_cost c;
+            calib_kernel(&p->calib, &k[j], &c);
+            t += p->kc[i][j] = c.busy + c.launch;
         }
     }
     /* The host's scheduling and sampling for a step run beside the GPU's
@@ -406,7 +362,15 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
      * that long per pass (every replica's first stage). */
     if (p->first[stage] && p->calib.host_s > t) t = p->calib.host_s;
     double ps = t * 1e12;
-    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    mp_time d = ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    if (e) {
+        attn_key(b, e->key);
+        e->emits = b->emits;
+        e->stage = stage;
+        e->d = d;
+        e->set = true;
+    }
+    return d;
 }
 
 mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl)
