@@ -494,6 +494,7 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
         mp_time d = alike && !f->ctx_dep[c] ? f->lk_d[c] : class_time(s, c, sl);
         f->lk_d[c] = d;
         w->d[c] = d;
+        if (H <= 0) f->cbusy[c] += d; /* by class (below) whatever the walk */
         if (d > w->maxd) w->maxd = d;
         w->span += f->cnt[c] * d;
         if (p->d[c] > d) shortfall += f->cnt[c] * (p->d[c] - d);
@@ -699,7 +700,8 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
     w->lag = end - (now + w->span); /* ≥ 0; a wait anywhere shows here */
     w->t0 = now + w->lag;
     if (by_class) {
-        for (int c = 0; c < f->n_cls; c++) f->cbusy[c] += w->d[c];
+        if (H > 0) /* lazy under a horizon: not summed above */
+            for (int c = 0; c < f->n_cls; c++) f->cbusy[c] += w->d[c];
         f->walks++;
     }
     f->cur ^= 1;
