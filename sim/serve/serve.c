@@ -349,10 +349,11 @@ static void finish(struct serve *s, int k, struct serve_request *r, mp_time now)
     }
 }
 
-/* serve_emit with reserved KV, one pool and no speculation (the wafer
- * case's every pass): no prefix cache to commit, one token a step, no
- * prefill pool to leave for. The same figures in the same order. */
-static void emit_reserve(struct serve *s, int k, mp_time now)
+/* serve_emit with one pool, no speculation and no prefix cache (the wafer
+ * case's every pass, and plain paged replicas'): nothing to commit, one
+ * token a step, no prefill pool to leave for. The same figures in the same
+ * order. */
+static void emit_plain(struct serve *s, int k, mp_time now)
 {
     struct serve_slot *sl = &s->slot[k];
     int *mem = &s->members[(size_t)k * serve_mb(s)];
@@ -387,14 +388,18 @@ static void emit_reserve(struct serve *s, int k, mp_time now)
         }
     }
     sl->n = kept;
-    if (freed) serve_kv_log(s, now);
+    if (freed) {
+        if (s->cfg.inference.kv_cache == KV_PAGED) serve_kv_account(s, s->slot_rep[k]);
+        serve_kv_log(s, now);
+    }
 }
 
 /* The pass of slot k left the last stage: tokens out, finished requests go. */
 void serve_emit(struct serve *s, int k, mp_time now)
 {
-    if (s->cfg.inference.kv_cache != KV_PAGED && s->n_pools == 1 && serve_spec_k(s) == 0) {
-        emit_reserve(s, k, now);
+    if (s->n_pools == 1 && serve_spec_k(s) == 0 &&
+        !(s->cfg.inference.kv_cache == KV_PAGED && s->tree)) {
+        emit_plain(s, k, now);
         return;
     }
     struct serve_slot *sl = &s->slot[k];

@@ -53,6 +53,7 @@ struct former {
     double T;                /* tokens scheduled (for the budget and pricing) */
     bool paged, preempted, stop;
     bool priority;
+    int rest;                /* after run_decodes: members left for run_prefills (−1: unknown) */
 };
 
 /* Tokens a member's chunk costs in the pass (speculation verifies k more). */
@@ -138,6 +139,10 @@ static bool hold(struct former *f, int i, int tokens)
     struct serve *s = f->s;
     struct serve_request *r = &s->req[f->mem[i]];
     if (!f->paged) return true;
+    /* Its blocks already hold them (serve_kv_grow's first test, without
+     * the call): most decode steps stay inside the last block. */
+    int B = s->cfg.inference.block_size;
+    if (r->slot >= 0 && ((int64_t)tokens + B - 1) / B - r->shared - r->blocks <= 0) return true;
     while (!serve_kv_grow(s, f->k, r, tokens)) {
         int v = victim(f, i);
         if (v < 0) return false;
@@ -153,18 +158,27 @@ static bool hold(struct former *f, int i, int tokens)
 static void run_decodes(struct former *f)
 {
     struct serve *s = f->s;
+    int rest = 0;
     for (int i = 0; i < s->slot[f->k].n && !f->stop; i++) {
         struct serve_request *r = &s->req[f->mem[i]];
-        if (r->chunk != 0 || !is_decode(r)) continue;
+        if (r->chunk != 0) continue;
+        if (!is_decode(r)) {
+            rest++;
+            continue;
+        }
         if (!hold(f, i, r->kv + 1 + f->kspec)) continue;
         r->chunk = 1;
         f->T += priced_tokens(f, r);
     }
+    /* Every member was looked at (or the pass stopped, and run_prefills
+     * takes none): a preemption only takes members out. */
+    f->rest = rest;
 }
 
 static void run_prefills(struct former *f)
 {
     struct serve *s = f->s;
+    if (f->rest == 0) return; /* run_decodes saw no member needing prompt work */
     for (int i = 0; i < s->slot[f->k].n && !f->stop; i++) {
         struct serve_request *r = &s->req[f->mem[i]];
         if (r->chunk != 0 || is_decode(r)) continue;
@@ -274,7 +288,7 @@ static void form(struct serve *s, int k, enum sched_mode mode, bool priority)
     struct former f = {
         .s = s, .k = k, .rep = s->slot_rep[k], .mb = serve_mb(s), .kspec = serve_spec_k(s),
         .mem = &s->members[(size_t)k * serve_mb(s)],
-        .paged = s->cfg.inference.kv_cache == KV_PAGED, .priority = priority,
+        .paged = s->cfg.inference.kv_cache == KV_PAGED, .priority = priority, .rest = -1,
     };
     sl->swap_tokens = 0;
     for (int i = 0; i < sl->n; i++) s->req[f.mem[i]].chunk = 0;
