@@ -300,7 +300,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
     }
 }
 
-void serve_wake_idle(struct serve *s, int rep, mp_time now)
+void serve_wake_scan(struct serve *s, int rep, mp_time now)
 {
     /* n_idle only ends the scan early: the slots launched, and their order,
      * are those of the full scan. */

@@ -178,7 +178,14 @@ const struct plan_stage *serve_plan_stage(const struct serve *s, int g);
 
 /* serve.c: what the fast loop, schedulers and pools share with the loop. */
 void serve_launch(struct serve *s, int k, mp_time now);
-void serve_wake_idle(struct serve *s, int rep, mp_time now);
+/* Launch replica rep's idle slots while requests wait (serve_wake_idle
+ * does the scan; the inline test saves the call at nearly every pass end,
+ * when nobody waits or no slot is idle). */
+void serve_wake_scan(struct serve *s, int rep, mp_time now);
+static inline void serve_wake_idle(struct serve *s, int rep, mp_time now)
+{
+    if (s->rep[rep].wait.n > 0 && s->rep[rep].n_idle > 0) serve_wake_scan(s, rep, now);
+}
 void serve_emit(struct serve *s, int k, mp_time now);
 void serve_route_arrival(struct serve *s, int id, mp_time now);
 void serve_kv_log(struct serve *s, mp_time t);

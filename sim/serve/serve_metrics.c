@@ -24,11 +24,17 @@
 #define DIST_LO (-27.631021115928547) /* ln 1e-12 */
 #define DIST_HI (16.11809565095832)   /* ln 1e7 */
 
+/* Histogram mode: the bins of recent values by value (token gaps recur,
+ * not only back to back), so that most values cost no logarithm. */
+#define VD_MEMO 4096
+struct vd_memo { double x; double *bin; };
+
 struct vdist {
     struct serve_vd_head *hd; /* count, sum, the value binned last (serve_impl.h) */
     double *v;
     size_t n, cap;
     gsl_histogram *h;
+    struct vd_memo *memo;     /* [VD_MEMO] with h */
 };
 
 struct serve_hist {
@@ -54,6 +60,15 @@ static void vd_add(struct vdist *d, double x)
             (*hd->hot_bin)++;
             return;
         }
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        struct vd_memo *e = &d->memo[(u * 0x9e3779b97f4a7c15u) >> 52]; /* 12 bits: VD_MEMO */
+        if (e->bin && e->x == x) {
+            (*e->bin)++;
+            hd->hot_bin = e->bin;
+            hd->hot_x = x;
+            return;
+        }
         /* vd_bin's bin, found once (one logarithm, one search). */
         double l = x > 0 ? log(x) : DIST_LO;
         if (l < DIST_LO) l = DIST_LO;
@@ -61,14 +76,15 @@ static void vd_add(struct vdist *d, double x)
         size_t i;
         if (gsl_histogram_find(d->h, l, &i) == GSL_SUCCESS) {
             d->h->bin[i]++;
-            hd->hot_bin = &d->h->bin[i];
-            hd->hot_x = x;
+            hd->hot_bin = e->bin = &d->h->bin[i];
+            hd->hot_x = e->x = x;
         }
         return;
     }
     if (d->n == DIST_EXACT) {
         d->h = gsl_histogram_alloc(DIST_BINS);
         gsl_histogram_set_ranges_uniform(d->h, DIST_LO, DIST_HI);
+        d->memo = mp_xcalloc(VD_MEMO, sizeof *d->memo);
         for (size_t i = 0; i < d->n; i++) vd_bin(d->h, d->v[i]);
         free(d->v);
         d->v = NULL;
@@ -124,6 +140,7 @@ static void vd_fold(struct vdist *d, struct serve_dist4 *out)
 static void vd_release(struct vdist *d)
 {
     free(d->v);
+    free(d->memo);
     if (d->h) gsl_histogram_free(d->h);
 }
 
