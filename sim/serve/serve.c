@@ -280,7 +280,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
 {
     int before = s->res.admitted;
     struct serve_replica *R = &s->rep[s->slot_rep[k]];
-    serve_scheduler_of(s)->form(s, k);
+    s->sched->form(s, k); /* looked up once, in run_mode */
     struct serve_slot *sl = &s->slot[k];
     if (s->cfg.inference.kv_cache == KV_PAGED) {
         serve_kv_account(s, s->slot_rep[k]);
@@ -300,7 +300,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
     }
 }
 
-void serve_wake_idle(struct serve *s, int rep, mp_time now)
+void serve_wake_scan(struct serve *s, int rep, mp_time now)
 {
     /* n_idle only ends the scan early: the slots launched, and their order,
      * are those of the full scan. */
@@ -349,9 +349,59 @@ static void finish(struct serve *s, int k, struct serve_request *r, mp_time now)
     }
 }
 
+/* serve_emit with one pool, no speculation and no prefix cache (the wafer
+ * case's every pass, and plain paged replicas'): nothing to commit, one
+ * token a step, no prefill pool to leave for. The same figures in the same
+ * order. */
+static void emit_plain(struct serve *s, int k, mp_time now)
+{
+    struct serve_slot *sl = &s->slot[k];
+    int *mem = &s->members[(size_t)k * serve_mb(s)];
+    bool freed = false;
+    int kept = 0;
+    for (int i = 0; i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        if (r->chunk > 0) {
+            int seq = serve_seq(r);
+            bool decode = r->generated > 0 && r->kv + 1 == seq && r->chunk == 1;
+            if (!decode) {
+                if (r->preempted == 0) s->res.prompt_tokens += r->chunk;
+                else s->res.recomputed_tokens += r->chunk;
+            }
+            r->kv += r->chunk;
+            if (r->kv == seq) {
+                int n = 1;
+                if (n > r->output - r->generated) n = r->output - r->generated;
+                if (r->generated == 0) r->first_token = now;
+                else if (r->last_emit >= 0) serve_hist_itl(s, now - r->last_emit);
+                r->last_emit = now;
+                r->generated += n;
+                s->res.output_tokens += n;
+            }
+            r->chunk = 0;
+        }
+        if (r->generated == r->output) {
+            finish(s, k, r, now);
+            freed = true;
+        } else {
+            mem[kept++] = mem[i];
+        }
+    }
+    sl->n = kept;
+    if (freed) {
+        if (s->cfg.inference.kv_cache == KV_PAGED) serve_kv_account(s, s->slot_rep[k]);
+        serve_kv_log(s, now);
+    }
+}
+
 /* The pass of slot k left the last stage: tokens out, finished requests go. */
 void serve_emit(struct serve *s, int k, mp_time now)
 {
+    if (s->n_pools == 1 && serve_spec_k(s) == 0 &&
+        !(s->cfg.inference.kv_cache == KV_PAGED && s->tree)) {
+        emit_plain(s, k, now);
+        return;
+    }
     struct serve_slot *sl = &s->slot[k];
     int *mem = &s->members[(size_t)k * serve_mb(s)];
     const struct serve_pool *P = &s->pool[s->rep[s->slot_rep[k]].pool];

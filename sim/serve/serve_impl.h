@@ -178,7 +178,14 @@ const struct plan_stage *serve_plan_stage(const struct serve *s, int g);
 
 /* serve.c: what the fast loop, schedulers and pools share with the loop. */
 void serve_launch(struct serve *s, int k, mp_time now);
-void serve_wake_idle(struct serve *s, int rep, mp_time now);
+/* Launch replica rep's idle slots while requests wait (serve_wake_idle
+ * does the scan; the inline test saves the call at nearly every pass end,
+ * when nobody waits or no slot is idle). */
+void serve_wake_scan(struct serve *s, int rep, mp_time now);
+static inline void serve_wake_idle(struct serve *s, int rep, mp_time now)
+{
+    if (s->rep[rep].wait.n > 0 && s->rep[rep].n_idle > 0) serve_wake_scan(s, rep, now);
+}
 void serve_emit(struct serve *s, int k, mp_time now);
 void serve_route_arrival(struct serve *s, int id, mp_time now);
 void serve_kv_log(struct serve *s, mp_time t);
@@ -236,9 +243,40 @@ void serve_kv_account(struct serve *s, int rep);
  * into the result at the end. */
 void serve_hist_init(struct serve *s);
 void serve_hist_release(struct serve *s);
-void serve_hist_pass(struct serve *s, double requests, double tokens);
-void serve_hist_itl(struct serve *s, mp_time gap);
 void serve_hist_transfer(struct serve *s, mp_time t);
+/* A distribution's count, sum and, once it is a histogram, the value
+ * binned last and its bin's count: a value equal to the last one (a pass
+ * of one request, one token, the same gap again) is counted here, inline,
+ * without a call; any other goes through serve_hist_add. s->hist begins
+ * with the heads of SERVE_HIST_ITL, _BATCH and _TOKENS. */
+enum { SERVE_HIST_ITL, SERVE_HIST_BATCH, SERVE_HIST_TOKENS, SERVE_HIST_TRANSFER, SERVE_HISTS };
+struct serve_vd_head {
+    uint64_t count;
+    double sum;
+    double hot_x;
+    double *hot_bin;    /* NULL until the distribution is a histogram */
+};
+void serve_hist_add(struct serve *s, int which, double x);
+static inline void serve_hist_put(struct serve *s, int which, double x)
+{
+    struct serve_vd_head *h = &((struct serve_vd_head *)(void *)s->hist)[which];
+    if (h->hot_bin && x == h->hot_x) {
+        h->count++;
+        h->sum += x;
+        (*h->hot_bin)++;
+        return;
+    }
+    serve_hist_add(s, which, x);
+}
+static inline void serve_hist_pass(struct serve *s, double requests, double tokens)
+{
+    serve_hist_put(s, SERVE_HIST_BATCH, requests);
+    serve_hist_put(s, SERVE_HIST_TOKENS, tokens);
+}
+static inline void serve_hist_itl(struct serve *s, mp_time gap)
+{
+    serve_hist_put(s, SERVE_HIST_ITL, mp_seconds(gap));
+}
 void serve_fold(struct serve *s);
 
 /* serve_disagg.c: a request whose prefill ended on a prefill replica: its

@@ -46,12 +46,28 @@ double serve_kv_need(const struct serve *s, const struct serve_request *r, int g
     return plan_stage_request_bytes(p, (double)r->prompt + r->output);
 }
 
-bool serve_kv_fits(const struct serve *s, const struct serve_request *r)
+/* The stages of request r's replica, as plan stages (serve_plan_stage's,
+ * taken once for the loops below: an admission and a completion walk every
+ * stage). */
+static const struct plan_stage *rep_stages(const struct serve *s, const struct serve_request *r,
+                                           int *g0, int *S)
 {
     const struct serve_replica *R = &s->rep[r->replica];
-    int S = s->pool[R->pool].stages;
-    for (int g = R->stage0; g < R->stage0 + S; g++)
-        if (s->kv_used[g] + serve_kv_need(s, r, g) > s->res.stage[g].free_bytes) return false;
+    const struct serve_pool *P = &s->pool[R->pool];
+    *g0 = R->stage0;
+    *S = P->stages;
+    return P->pr->plan.stage;
+}
+
+bool serve_kv_fits(const struct serve *s, const struct serve_request *r)
+{
+    int g0, S;
+    const struct plan_stage *ps = rep_stages(s, r, &g0, &S);
+    double tokens = (double)r->prompt + r->output;
+    for (int i = 0; i < S; i++)
+        if (s->kv_used[g0 + i] + plan_stage_request_bytes(&ps[i], tokens) >
+            s->res.stage[g0 + i].free_bytes)
+            return false;
     return true;
 }
 
@@ -65,13 +81,15 @@ static void kv_rec(struct serve *s, int g, double d)
 
 void serve_kv_reserve(struct serve *s, struct serve_request *r, double sign)
 {
-    const struct serve_replica *R = &s->rep[r->replica];
-    int S = s->pool[R->pool].stages;
-    for (int g = R->stage0; g < R->stage0 + S; g++) {
-        double d = sign * serve_kv_need(s, r, g);
+    int g0, S;
+    const struct plan_stage *ps = rep_stages(s, r, &g0, &S);
+    double tokens = (double)r->prompt + r->output;
+    for (int i = 0; i < S; i++) {
+        int g = g0 + i;
+        double d = sign * plan_stage_request_bytes(&ps[i], tokens);
         s->kv_used[g] += d;
         if (s->kv_used[g] > s->res.stage[g].kv_peak) s->res.stage[g].kv_peak = s->kv_used[g];
-        kv_rec(s, g, d);
+        if (s->rec) kv_rec(s, g, d);
     }
 }
 

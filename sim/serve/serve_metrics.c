@@ -24,18 +24,22 @@
 #define DIST_LO (-27.631021115928547) /* ln 1e-12 */
 #define DIST_HI (16.11809565095832)   /* ln 1e7 */
 
+/* Histogram mode: the bins of recent values by value (token gaps recur,
+ * not only back to back), so that most values cost no logarithm. */
+#define VD_MEMO 4096
+struct vd_memo { double x; double *bin; };
+
 struct vdist {
+    struct serve_vd_head *hd; /* count, sum, the value binned last (serve_impl.h) */
     double *v;
     size_t n, cap;
     gsl_histogram *h;
-    double last_x;      /* the value binned last, and its bin: gaps repeat */
-    size_t last_bin;
-    uint64_t count;
-    double sum;
+    struct vd_memo *memo;     /* [VD_MEMO] with h */
 };
 
 struct serve_hist {
-    struct vdist itl, batch, tokens, transfer;
+    struct serve_vd_head head[SERVE_HISTS]; /* first: serve_hist_put reads them */
+    struct vdist d[SERVE_HISTS];
 };
 
 static void vd_bin(gsl_histogram *h, double x)
@@ -48,11 +52,21 @@ static void vd_bin(gsl_histogram *h, double x)
 
 static void vd_add(struct vdist *d, double x)
 {
-    d->count++;
-    d->sum += x;
+    struct serve_vd_head *hd = d->hd;
+    hd->count++;
+    hd->sum += x;
     if (d->h) {
-        if (x == d->last_x && d->last_bin < d->h->n) {
-            d->h->bin[d->last_bin]++;
+        if (hd->hot_bin && x == hd->hot_x) {
+            (*hd->hot_bin)++;
+            return;
+        }
+        uint64_t u;
+        memcpy(&u, &x, sizeof u);
+        struct vd_memo *e = &d->memo[(u * 0x9e3779b97f4a7c15u) >> 52]; /* 12 bits: VD_MEMO */
+        if (e->bin && e->x == x) {
+            (*e->bin)++;
+            hd->hot_bin = e->bin;
+            hd->hot_x = x;
             return;
         }
         /* vd_bin's bin, found once (one logarithm, one search). */
@@ -62,14 +76,15 @@ static void vd_add(struct vdist *d, double x)
         size_t i;
         if (gsl_histogram_find(d->h, l, &i) == GSL_SUCCESS) {
             d->h->bin[i]++;
-            d->last_bin = i;
-            d->last_x = x;
+            hd->hot_bin = e->bin = &d->h->bin[i];
+            hd->hot_x = e->x = x;
         }
         return;
     }
     if (d->n == DIST_EXACT) {
         d->h = gsl_histogram_alloc(DIST_BINS);
         gsl_histogram_set_ranges_uniform(d->h, DIST_LO, DIST_HI);
+        d->memo = mp_xcalloc(VD_MEMO, sizeof *d->memo);
         for (size_t i = 0; i < d->n; i++) vd_bin(d->h, d->v[i]);
         free(d->v);
         d->v = NULL;
@@ -105,13 +120,13 @@ static void quantiles(double *v, size_t n, double out[4])
 
 static void vd_fold(struct vdist *d, struct serve_dist4 *out)
 {
-    out->n = d->count;
+    out->n = d->hd->count;
     if (!d->h) {
         quantiles(d->v, d->n, out->q);
         return;
     }
     static const double p[3] = { 0.50, 0.90, 0.99 };
-    double total = (double)d->count, cum = 0;
+    double total = (double)d->hd->count, cum = 0;
     size_t bins = gsl_histogram_bins(d->h), b = 0;
     for (int i = 0; i < 3; i++) {
         while (b < bins && cum + gsl_histogram_get(d->h, b) < p[i] * total) cum += gsl_histogram_get(d->h, b++);
@@ -119,37 +134,36 @@ static void vd_fold(struct vdist *d, struct serve_dist4 *out)
         gsl_histogram_get_range(d->h, b < bins ? b : bins - 1, &lo, &hi);
         out->q[i] = exp((lo + hi) / 2);
     }
-    out->q[3] = d->sum / total;
+    out->q[3] = d->hd->sum / total;
 }
 
 static void vd_release(struct vdist *d)
 {
     free(d->v);
+    free(d->memo);
     if (d->h) gsl_histogram_free(d->h);
 }
 
-void serve_hist_init(struct serve *s) { s->hist = mp_xcalloc(1, sizeof *s->hist); }
+void serve_hist_init(struct serve *s)
+{
+    s->hist = mp_xcalloc(1, sizeof *s->hist);
+    for (int i = 0; i < SERVE_HISTS; i++) s->hist->d[i].hd = &s->hist->head[i];
+}
 
 void serve_hist_release(struct serve *s)
 {
     if (!s->hist) return;
-    vd_release(&s->hist->itl);
-    vd_release(&s->hist->batch);
-    vd_release(&s->hist->tokens);
-    vd_release(&s->hist->transfer);
+    for (int i = 0; i < SERVE_HISTS; i++) vd_release(&s->hist->d[i]);
     free(s->hist);
     s->hist = NULL;
 }
 
-void serve_hist_pass(struct serve *s, double requests, double tokens)
+void serve_hist_add(struct serve *s, int which, double x) { vd_add(&s->hist->d[which], x); }
+
+void serve_hist_transfer(struct serve *s, mp_time t)
 {
-    vd_add(&s->hist->batch, requests);
-    vd_add(&s->hist->tokens, tokens);
+    vd_add(&s->hist->d[SERVE_HIST_TRANSFER], mp_seconds(t));
 }
-
-void serve_hist_itl(struct serve *s, mp_time gap) { vd_add(&s->hist->itl, mp_seconds(gap)); }
-
-void serve_hist_transfer(struct serve *s, mp_time t) { vd_add(&s->hist->transfer, mp_seconds(t)); }
 
 /* ---- the fold ------------------------------------------------------------------- */
 
@@ -252,10 +266,10 @@ void serve_fold(struct serve *s)
         if (s->req[i].admitted >= 0) buf[nd++] = mp_seconds(s->req[i].admitted - s->req[i].arrival);
     quantiles(buf, nd, r->sched_delay.q);
     r->sched_delay.n = nd;
-    vd_fold(&s->hist->itl, &r->itl);
-    vd_fold(&s->hist->batch, &r->batch);
-    vd_fold(&s->hist->tokens, &r->step_tokens);
-    vd_fold(&s->hist->transfer, &r->kv_transfer);
+    vd_fold(&s->hist->d[SERVE_HIST_ITL], &r->itl);
+    vd_fold(&s->hist->d[SERVE_HIST_BATCH], &r->batch);
+    vd_fold(&s->hist->d[SERVE_HIST_TOKENS], &r->step_tokens);
+    vd_fold(&s->hist->d[SERVE_HIST_TRANSFER], &r->kv_transfer);
 
     /* Goodput. */
     r->slo_met = 0;
@@ -276,7 +290,11 @@ void serve_fold(struct serve *s)
     for (int x = 0; x < R; x++) {
         struct serve_replica_report *p = &r->rep[x];
         struct fold_out o;
-        fold_group(s, ids + off[x], off[x + 1] - off[x], T, &o, buf);
+        /* One replica that every request went to: its group is the run's,
+         * in the same order, so its figures are those folded above (the
+         * same sorts would give the same values again). */
+        if (R == 1 && off[1] == n) o = all;
+        else fold_group(s, ids + off[x], off[x + 1] - off[x], T, &o, buf);
         memcpy(p->ttft, o.ttft, sizeof p->ttft);
         memcpy(p->tpot, o.tpot, sizeof p->tpot);
         memcpy(p->e2e, o.e2e, sizeof p->e2e);

@@ -19,6 +19,24 @@
 #define SERVE_MEMO 4096
 struct serve_memo { double tokens, emits, seconds; bool set; };
 
+/* The attention part depends on who is in the pass, but its inputs (the
+ * batch's decode and prompt sums) recur: a decode member of context c
+ * prices as any other one of context c. So a pass's whole time on a stage
+ * with attention is memoised too, on the stage, the emits and every
+ * kernel_batch field kernels_serve_attention reads (tokens among them):
+ * the time is a function of those alone, so a hit is the time a miss
+ * computes, bit for bit. One table for all stages (2.2 MB, allocated when
+ * first used): the walk-at-a-time loop prices one
+ * stage per class, and only full attention's varies. */
+#define ATTN_MEMO 16384
+#define ATTN_KEY 11
+struct attn_memo {
+    double key[ATTN_KEY], emits;
+    int stage;
+    mp_time d;               /* the pass's time on the stage */
+    bool set;
+};
+
 struct serve_pricer {
     struct calib calib;
     struct kernel_params *kp;   /* [priced stages]: the shard's tp and ep */
@@ -41,7 +59,15 @@ struct serve_pricer {
     double *tc;
     int tc_cap;
     struct kernel_window win;   /* the model's attention window */
+    struct attn_memo *amemo;    /* NULL until used */
 };
+
+/* Forget every stage's attention memo. */
+static void attn_memo_clear(struct serve *s)
+{
+    free(s->pricer->amemo);
+    s->pricer->amemo = NULL;
+}
 
 static bool same_kinds(const struct serve_layer *a, const struct serve_layer *b)
 {
@@ -176,6 +202,7 @@ void serve_price_release(struct serve *s)
     free(p->attention);
     free(p->first);
     free(p->kp);
+    free(p->amemo);
     free(p->shape);
     free(p->rep);
     free(p->kn);
@@ -226,9 +253,14 @@ void serve_price_eager(struct serve *s)
 {
     s->pricer->calib.graphs = false;
     s->pricer->calib.host_s = 0;
+    attn_memo_clear(s); /* launches priced otherwise from here */
 }
 
-void serve_price_no_host(struct serve *s) { s->pricer->calib.host_s = 0; }
+void serve_price_no_host(struct serve *s)
+{
+    s->pricer->calib.host_s = 0;
+    attn_memo_clear(s);
+}
 
 mp_time serve_expert_time(const struct serve *s, int stage, double assignments)
 {
@@ -259,9 +291,47 @@ mp_time serve_expert_time(const struct serve *s, int stage, double assignments)
     return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
 }
 
+/* The batch's fields kernels_serve_attention reads. */
+static void attn_key(const struct kernel_batch *b, double key[ATTN_KEY])
+{
+    const double k[ATTN_KEY] = { b->decode, b->decode_ctx, b->decode_ctx_win, b->decode_reread,
+                                 b->decode_reread_win, b->prefill_tokens, b->prefill_pairs,
+                                 b->prefill_pairs_win, b->prefill_items, b->tokens, b->items };
+    memcpy(key, k, sizeof k);
+}
+
+static bool attn_same(const struct attn_memo *e, int stage, const struct kernel_batch *b)
+{
+    const double *k = e->key;
+    return e->stage == stage && e->emits == b->emits && k[1] == b->decode_ctx && k[6] == b->prefill_pairs && k[9] == b->tokens &&
+           k[0] == b->decode && k[5] == b->prefill_tokens && k[10] == b->items &&
+           k[8] == b->prefill_items && k[2] == b->decode_ctx_win &&
+           k[7] == b->prefill_pairs_win && k[3] == b->decode_reread &&
+           k[4] == b->decode_reread_win;
+}
+
+/* The memo entry of batch b on priced stage `stage`. */
+static struct attn_memo *attn_find(const struct serve *s, int stage, const struct kernel_batch *b)
+{
+    struct serve_pricer *p = s->pricer;
+    if (!p->amemo) p->amemo = mp_xcalloc(ATTN_MEMO, sizeof *p->amemo);
+    /* The sums are whole numbers in practice; any bits hash. */
+    uint64_t c, q;
+    memcpy(&c, &b->decode_ctx, sizeof c);
+    memcpy(&q, &b->prefill_pairs, sizeof q);
+    uint64_t h = (c * 0x9e3779b97f4a7c15u) ^ (q * 0xc2b2ae3d27d4eb4fu) ^
+                 ((uint64_t)stage * 0x165667b19e3779f9u);
+    return &p->amemo[(h >> 40) % ATTN_MEMO];
+}
+
 mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b)
 {
     struct serve_pricer *p = s->pricer;
+    struct attn_memo *e = NULL;
+    if (p->attention[stage]) {
+        e = attn_find(s, stage, b);
+        if (e->set && attn_same(e, stage, b)) return e->d;
+    }
     /* Token and emit counts are whole numbers below the token budget. */
     size_t h = ((size_t)b->tokens * 40503u + (size_t)b->emits) % SERVE_MEMO;
     struct serve_memo *m = &p->memo[(size_t)stage * SERVE_MEMO + h];
@@ -292,7 +362,15 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
      * that long per pass (every replica's first stage). */
     if (p->first[stage] && p->calib.host_s > t) t = p->calib.host_s;
     double ps = t * 1e12;
-    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    mp_time d = ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    if (e) {
+        attn_key(b, e->key);
+        e->emits = b->emits;
+        e->stage = stage;
+        e->d = d;
+        e->set = true;
+    }
+    return d;
 }
 
 mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl)

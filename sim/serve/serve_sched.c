@@ -53,6 +53,7 @@ struct former {
     double T;                /* tokens scheduled (for the budget and pricing) */
     bool paged, preempted, stop;
     bool priority;
+    int rest;                /* after run_decodes: members left for run_prefills (−1: unknown) */
 };
 
 /* Tokens a member's chunk costs in the pass (speculation verifies k more). */
@@ -138,6 +139,10 @@ static bool hold(struct former *f, int i, int tokens)
     struct serve *s = f->s;
     struct serve_request *r = &s->req[f->mem[i]];
     if (!f->paged) return true;
+    /* Its blocks already hold them (serve_kv_grow's first test, without
+     * the call): most decode steps stay inside the last block. */
+    int B = s->cfg.inference.block_size;
+    if (r->slot >= 0 && ((int64_t)tokens + B - 1) / B - r->shared - r->blocks <= 0) return true;
     while (!serve_kv_grow(s, f->k, r, tokens)) {
         int v = victim(f, i);
         if (v < 0) return false;
@@ -153,18 +158,27 @@ static bool hold(struct former *f, int i, int tokens)
 static void run_decodes(struct former *f)
 {
     struct serve *s = f->s;
+    int rest = 0;
     for (int i = 0; i < s->slot[f->k].n && !f->stop; i++) {
         struct serve_request *r = &s->req[f->mem[i]];
-        if (r->chunk != 0 || !is_decode(r)) continue;
+        if (r->chunk != 0) continue;
+        if (!is_decode(r)) {
+            rest++;
+            continue;
+        }
         if (!hold(f, i, r->kv + 1 + f->kspec)) continue;
         r->chunk = 1;
         f->T += priced_tokens(f, r);
     }
+    /* Every member was looked at (or the pass stopped, and run_prefills
+     * takes none): a preemption only takes members out. */
+    f->rest = rest;
 }
 
 static void run_prefills(struct former *f)
 {
     struct serve *s = f->s;
+    if (f->rest == 0) return; /* run_decodes saw no member needing prompt work */
     for (int i = 0; i < s->slot[f->k].n && !f->stop; i++) {
         struct serve_request *r = &s->req[f->mem[i]];
         if (r->chunk != 0 || is_decode(r)) continue;
@@ -274,7 +288,7 @@ static void form(struct serve *s, int k, enum sched_mode mode, bool priority)
     struct former f = {
         .s = s, .k = k, .rep = s->slot_rep[k], .mb = serve_mb(s), .kspec = serve_spec_k(s),
         .mem = &s->members[(size_t)k * serve_mb(s)],
-        .paged = s->cfg.inference.kv_cache == KV_PAGED, .priority = priority,
+        .paged = s->cfg.inference.kv_cache == KV_PAGED, .priority = priority, .rest = -1,
     };
     sl->swap_tokens = 0;
     for (int i = 0; i < sl->n; i++) s->req[f.mem[i]].chunk = 0;
@@ -320,7 +334,82 @@ static void form(struct serve *s, int k, enum sched_mode mode, bool priority)
     finish(&f);
 }
 
-static void form_vllm(struct serve *s, int k) { form(s, k, MODE_MIXED, false); }
+/* form(s, k, MODE_MIXED, false) with reserved KV and no speculation, the
+ * wafer case's every pass: nothing is preempted (hold always holds, no
+ * member leaves while the pass is formed) and a member's priced tokens are
+ * its chunk, so the three groups take one scan of the members each at
+ * most, and the members count is the slot's. Same passes, same order of
+ * the batch's sums (finish's loop). */
+static void form_reserve(struct serve *s, int k)
+{
+    struct serve_slot *sl = &s->slot[k];
+    int rep = s->slot_rep[k], mb = serve_mb(s);
+    int *mem = &s->members[(size_t)k * mb];
+    sl->swap_tokens = 0;
+    double T = 0;
+    int rest = 0; /* members that are not decodes */
+    for (int i = 0; i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        if (is_decode(r)) {
+            r->chunk = 1;
+            T += 1;
+        } else {
+            r->chunk = 0;
+            rest++;
+        }
+    }
+    for (int i = 0; rest > 0 && i < sl->n; i++) {
+        struct serve_request *r = &s->req[mem[i]];
+        if (r->chunk != 0) continue;
+        rest--;
+        int c = prefill_chunk(s, serve_seq(r) - r->kv, T);
+        if (c == 0) continue;
+        r->chunk = c;
+        T += c;
+    }
+    int cap = s->cfg.inference.concurrency;
+    while (sl->n < mb && serve_wait_n(s, rep) > 0 && (cap == 0 || s->inflight < cap)) {
+        int id = serve_wait_head(s, rep);
+        struct serve_request *r = &s->req[id];
+        int c = prefill_chunk(s, serve_seq(r) - r->kv, T);
+        if (c == 0) break;
+        if (!serve_kv_fits(s, r)) {
+            s->res.kv_blocked++;
+            break;
+        }
+        serve_wait_pop(s, rep);
+        r->slot = k;
+        r->chunk = c;
+        mem[sl->n++] = id;
+        T += c;
+        serve_kv_reserve(s, r, +1);
+        if (r->admitted < 0) {
+            r->admitted = s->now;
+            s->res.admitted++;
+        }
+        s->inflight++;
+        if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
+    }
+    memset(&sl->b, 0, sizeof sl->b);
+    sl->spec_items = sl->spec_ctx = 0;
+    for (int i = 0; i < sl->n; i++) {
+        const struct serve_request *r = &s->req[mem[i]];
+        if (r->chunk == 0) continue;
+        int seq = serve_seq(r);
+        serve_batch_add(s, &sl->b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
+                        r->kv + r->chunk == seq);
+    }
+    sl->b.tokens = T;
+}
+
+static void form_vllm(struct serve *s, int k)
+{
+    if (s->cfg.inference.kv_cache != KV_PAGED && serve_spec_k(s) == 0 && !s->tree) {
+        form_reserve(s, k);
+        return;
+    }
+    form(s, k, MODE_MIXED, false);
+}
 static void form_prefill_first(struct serve *s, int k) { form(s, k, MODE_PREFILL_FIRST, false); }
 static void form_decode_first(struct serve *s, int k) { form(s, k, MODE_DECODE_FIRST, false); }
 static void form_priority(struct serve *s, int k) { form(s, k, MODE_MIXED, true); }
