@@ -294,16 +294,75 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
     return t;
 }
 
+/* The gradient buckets of stage `st` (training.dp_overlap, ZeRO 0-2; cut
+ * as sync_tail cuts them, data_parallel.c's dp_on_grad): Σ of their
+ * collectives' times, and the smallest bucket's bytes in *least. */
+static mp_time stage_buckets(const struct sim *s, const double *lp, const struct config *cfg,
+                             int d, int st, double *least, struct times *tm)
+{
+    int z = cfg->training.zero;
+    const struct stage_cost *c = &s->stage_cost[st];
+    enum coll_op op = z >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
+    double pending = 0;
+    mp_time sum = 0;
+    for (int l = c->layer_last; l >= c->layer_first; l--) {
+        pending += lp[l] * grad_bytes(cfg);
+        if ((pending >= cfg->training.dp_bucket && l > c->layer_first) || l == c->layer_first) {
+            if (pending > 0) {
+                sum += timed(tm, s, cfg, d, op, pending);
+                if (*least < 0 || pending < *least) *least = pending;
+            }
+            pending = 0;
+        }
+    }
+    return sum;
+}
+
+/* When device d's DP stream can be done with its gradient buckets, at the
+ * earliest (training.dp_overlap, ZeRO 0-2, fast fidelity: a bucket is one
+ * collective op on the device's DP stream, so they run one after another;
+ * detailed rings may overlap by a latency and are left to sync_tail).
+ * Stage st's buckets are filled by its last backward (W, or BW), which
+ * cannot start before `fill` plus the chains of every op before it in the
+ * device's program (`rel`, from the full program); a single stream with
+ * release times needs at least max over st of rel_st + Σ of the buckets
+ * released no earlier. Offloading, a shard (the smallest) then goes to
+ * the host. 0 when it does not apply. */
+static mp_time sync_released(const struct sim *s, const double *lp, const struct config *cfg,
+                             int d, const int *st_of, const mp_time *rel, int n,
+                             struct times *tm)
+{
+    int dp = dp_group(cfg), z = cfg->training.zero;
+    if (!s->has_model || n <= 0 || dp <= 1 || z >= 3 || !cfg->training.dp_overlap ||
+        cfg->run.fidelity != FIDELITY_FAST)
+        return 0;
+    double least = -1;
+    mp_time t[16], best = 0;
+    for (int i = 0; i < n; i++) t[i] = stage_buckets(s, lp, cfg, d, st_of[i], &least, tm);
+    for (int i = 0; i < n; i++) {
+        mp_time end = rel[i];
+        for (int j = 0; j < n; j++)
+            if (rel[j] >= rel[i]) end += t[j];
+        if (end > best) best = end;
+    }
+    if (cfg->training.offload >= OFFLOAD_OPTIMIZER && least > 0)
+        best += timed(tm, s, cfg, d, N_COLL_OPS, z >= 1 ? least / dp : least);
+    return best;
+}
+
 /* What must follow device d's last op: its step work (data_parallel.c:
  * the gradient norm and the Adam step on the chip, priced by the kernel
  * model's memory rate as sim.c prices them; with the optimizer offloaded,
  * the updated weights coming back from the host) and ZeRO 1/2's weight
  * all-gather, unless overlap_param_gather moved it to the step's start.
- * The norm's all-reduce (4 bytes) is left out: a bound need not be tight. */
+ * The norm's all-reduce (4 bytes) is left out: a bound need not be tight.
+ * *norm: the gradient norm's part, which runs before that all-reduce (0
+ * when the host runs it); the rest follows the all-reduce. */
 static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params,
-                    struct times *tm)
+                    struct times *tm, mp_time *norm)
 {
     int dp = dp_group(cfg), z = cfg->training.zero;
+    *norm = 0;
     if (params <= 0 || !s->has_model) return 0;
     double shard = z >= 1 ? params / dp : params, wb = cfg->model.weight_bits / 8.0;
     mp_time t = 0;
@@ -311,7 +370,8 @@ static mp_time tail(const struct sim *s, const struct config *cfg, int d, double
         double b[3];
         int gb = grad_bits(cfg), ob = moment_bits(cfg);
         dp_bytes_per_param_recipe(cfg->model.weight_bits, gb, ob, z, dp, b);
-        t = price_memory((void *)s, shard * dp_norm_bytes_per_param(gb), 1) +
+        *norm = price_memory((void *)s, shard * dp_norm_bytes_per_param(gb), 1);
+        t = *norm +
             price_memory((void *)s,
                          shard * dp_adam_bytes_per_param(cfg->model.weight_bits, gb, ob) +
                              params * b[1], 2);
@@ -474,9 +534,40 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         for (int st = 1; st < S; st++) {
             mp_time hop = send_time(&s, q, st - 1);
             pre_f[q * S + st] = pre_f[q * S + st - 1] + f[st - 1] + hop;
-            pre_b[q * S + st] = pre_b[q * S + st - 1] + bin[st - 1] + hop;
+            /* The drain's hand-offs carry input gradients, whose bytes
+             * need not be the forward's (the last stage's can be empty):
+             * counted as free. */
+            pre_b[q * S + st] = pre_b[q * S + st - 1] + bin[st - 1];
         }
+    /* The full program, for the release times of each stage's gradients
+     * (sync_released): the short one's, when it is the full one; else
+     * generated for m (not zb-auto, whose order depends on priced times;
+     * not DualPipe's F&B, nor two paths). */
+    struct pipe_program full_prog;
+    memset(&full_prog, 0, sizeof full_prog);
+    const struct pipe_program *full = NULL;
+    bool want_full = !fb && Q == 1 && s.has_model && strcmp(cfg->training.schedule, "zb-auto") &&
+                     (dp_group(cfg) > 1) && cfg->training.dp_overlap;
+    if (want_full && pg->microbatches == m) {
+        full = pg;
+    } else if (want_full) {
+        struct mp_error e2 = { 0 };
+        const struct config_int_list *sl = &cfg->parallel.stage_layers;
+        struct pipe_shape shape = {
+            .devices = p, .microbatches = m, .chunks = cfg->parallel.vpp,
+            .layers = s.model.decoders,
+            .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
+            .device_layers = sl->n ? sl->v : NULL,
+        };
+        if (schedule_generate(cfg->training.schedule, &shape, &full_prog, &e2) == MP_OK &&
+            full_prog.stages == S && full_prog.devices == P)
+            full = &full_prog;
+        else if (full_prog.ops)
+            pipe_program_release(&full_prog);
+    }
     struct times tm = { 0 };
+    struct coupled { mp_time own, drain, norm_min, post; } *cp = mp_xmalloc((size_t)n * sizeof *cp);
+    for (int i = 0; i < n; i++) cp[i] = (struct coupled){ 0, 0, -1, 0 };
     double *lp = mp_xcalloc((size_t)(s.has_model ? s.model.n_layers : 1), sizeof *lp);
     for (int l = 0; s.has_model && l < s.model.n_layers; l++) lp[l] = layer_params(&s, l);
     for (int d = 0; d < P; d++) {
@@ -504,17 +595,54 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         if (s.has_model) device_stash(&s, lp, d, &dm);
         /* Rounded down: a bound must not gain from rounding. */
         mp_time bz = (mp_time)floor(busy), tr = (mp_time)ceil(trail);
+        /* Per stage of the device, the chains of the full program's ops
+         * before the stage's last W or BW (sync_released), from `fill`. */
+        int rel_st[16], n_rel = 0;
+        mp_time rel[16];
+        if (full) {
+            mp_time at = 0;
+            int n_st = 0, last_k[16];
+            for (int st = 0; st < S && n_st < 16; st++)
+                if (full->device_of[st] == d) rel_st[n_st] = st, last_k[n_st++] = -1;
+            for (int k = 0; k < full->n_ops[d]; k++) {
+                const struct pipe_op *o = &full->ops[d][k];
+                for (int j = 0; j < n_st; j++)
+                    if (o->stage == rel_st[j] && (o->kind == PIPE_W || o->kind == PIPE_BW))
+                        last_k[j] = k;
+            }
+            bool ok = n_st > 0 && n_st < 16;
+            for (int j = 0; j < n_st; j++) ok &= last_k[j] >= 0;
+            for (int k = 0, j; ok && k < full->n_ops[d]; k++) {
+                const struct pipe_op *o = &full->ops[d][k];
+                for (j = 0; j < n_st; j++)
+                    if (last_k[j] == k) rel[j] = at;
+                at += o->kind == PIPE_F ? f[o->stage] : o->kind == PIPE_B ? bin[o->stage]
+                      : o->kind == PIPE_W ? w[o->stage] : bk[o->stage];
+            }
+            if (ok) n_rel = n_st;
+        }
         mp_time lb2 = fill + (bz - tr > 0 ? bz - tr : 0) + drain;
         for (int i = 0; i < n; i++) {
             /* The device's own end, then its tail; or the drain's end below
              * it (the tail of the device there runs after that, but is not
              * counted: a bound need not be tight); or its DP or copy
              * streams' work, then the tail. */
-            mp_time end = tail(&s, cfgs[i], d, params, &tm);
-            mp_time lb = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm) + end;
+            mp_time norm;
+            mp_time end = tail(&s, cfgs[i], d, params, &tm, &norm);
+            /* When this device's norm can start, at the earliest: its
+             * compute and every sync done. */
+            mp_time pre = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm);
+            mp_time ss = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm);
+            if (ss > pre) pre = ss;
+            mp_time sy = sync_released(&s, lp, cfgs[i], d, rel_st, rel, n_rel, &tm);
+            if (sy > 0 && fill + sy > pre) pre = fill + sy;
+            mp_time lb = pre + end;
             if (lb2 > lb) lb = lb2;
-            mp_time lb3 = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm) + end;
-            if (lb3 > lb) lb = lb3;
+            /* For the coupled bound below. */
+            if (pre + norm > cp[i].own) cp[i].own = pre + norm;
+            if (lb2 > cp[i].drain) cp[i].drain = lb2;
+            if (cp[i].norm_min < 0 || norm < cp[i].norm_min) cp[i].norm_min = norm;
+            if (end - norm > cp[i].post) cp[i].post = end - norm;
             if (lb > b[i].step) {
                 b[i].step = lb;
                 b[i].busy = bz;
@@ -530,6 +658,17 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
             }
         }
     }
+    /* Coupled over devices: every device's Adam step (and ZeRO 1/2's
+     * gather) waits for the norm's all-reduce over all of them, which
+     * waits for every device's norm; and the drain below a device ends on
+     * another device, whose norm follows it (the smallest norm counted). */
+    for (int i = 0; i < n; i++) {
+        mp_time c = cp[i].own;
+        if (cp[i].drain + (cp[i].norm_min > 0 ? cp[i].norm_min : 0) > c)
+            c = cp[i].drain + (cp[i].norm_min > 0 ? cp[i].norm_min : 0);
+        if (c + cp[i].post > b[i].step) b[i].step = c + cp[i].post;
+    }
+    free(cp);
     free(f);
     free(bk);
     free(bin);
@@ -539,6 +678,7 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
     free(pre_b);
     free(tm.v);
     free(lp);
+    if (full && full != pg) pipe_program_release(&full_prog);
     sim_release(&s);
     return MP_OK;
 }
