@@ -407,15 +407,24 @@ static mp_time stream_sum(const struct sim *s, const double *lp, const struct co
             if (pg->device_of[q * pg->stages + st] != d) continue;
             const struct stage_cost *c = &s->stage_cost[st];
             double per_dp = 0, per_from = 0, per_to = 0;
+            /* Layers of one size in a row (a model's decoders) have the
+             * same times: looked up once. */
+            double last_p = -1, t_dp = 0, t_from = 0, t_to = 0;
             for (int l = c->layer_first; units && l <= c->layer_last; l++) {
                 double p = lp[l];
-                if (gather)
-                    per_dp += gathers * (double)timed(tm, s, cfg, d, COLL_ALL_GATHER, p * wb) +
-                              (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * grad_bytes(cfg));
-                if (off >= OFFLOAD_WEIGHTS)
-                    per_from += gathers * (double)timed(tm, s, cfg, d, N_COLL_OPS, p * wb / dp);
-                if (off >= OFFLOAD_OPTIMIZER)
-                    per_to += (double)timed(tm, s, cfg, d, N_COLL_OPS, p * grad_bytes(cfg) / dp);
+                if (p != last_p) {
+                    last_p = p;
+                    t_dp = gather ? gathers * (double)timed(tm, s, cfg, d, COLL_ALL_GATHER, p * wb) +
+                                        (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * grad_bytes(cfg))
+                                  : 0;
+                    t_from = off >= OFFLOAD_WEIGHTS
+                                 ? gathers * (double)timed(tm, s, cfg, d, N_COLL_OPS, p * wb / dp) : 0;
+                    t_to = off >= OFFLOAD_OPTIMIZER
+                               ? (double)timed(tm, s, cfg, d, N_COLL_OPS, p * grad_bytes(cfg) / dp) : 0;
+                }
+                per_dp += t_dp;
+                per_from += t_from;
+                per_to += t_to;
             }
             if (off == OFFLOAD_ALL && c->act_bytes > 0) {
                 mp_time a = timed(tm, s, cfg, d, N_COLL_OPS, c->act_bytes);
