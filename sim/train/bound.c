@@ -555,8 +555,11 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
     struct pipe_program full_prog;
     memset(&full_prog, 0, sizeof full_prog);
     const struct pipe_program *full = NULL;
+    bool any_all = false;
+    for (int i = 0; i < n; i++)
+        any_all |= cfgs[i]->training.offload == OFFLOAD_ALL && zero3_units(cfgs[i]);
     bool want_full = !fb && Q == 1 && s.has_model && strcmp(cfg->training.schedule, "zb-auto") &&
-                     (dp_group(cfg) > 1) && cfg->training.dp_overlap;
+                     ((dp_group(cfg) > 1 && cfg->training.dp_overlap) || any_all);
     if (want_full && pg->microbatches == m) {
         full = pg;
     } else if (want_full) {
@@ -573,6 +576,12 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
             full = &full_prog;
         else if (full_prog.ops)
             pipe_program_release(&full_prog);
+    }
+    /* Per (microbatch, stage): its forward's earliest end (end_all). */
+    mp_time *fwd_end = NULL;
+    if (full && any_all) {
+        fwd_end = mp_xmalloc((size_t)m * S * sizeof *fwd_end);
+        for (size_t i = 0; i < (size_t)m * S; i++) fwd_end[i] = -1;
     }
     struct times tm = { 0 };
     struct coupled { mp_time own, drain, norm_min, post; } *cp = mp_xmalloc((size_t)n * sizeof *cp);
@@ -630,6 +639,47 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
             }
             if (ok) n_rel = n_st;
         }
+        /* Offloaded activations (training.offload = all, ZeRO-3 units,
+         * pipeline.c): a forward's stash goes to the host as its compute
+         * ends, and comes back for the backward once it has arrived there
+         * and the pass before the backward has started; under ZeRO-3 a pass
+         * starts with a buffer op on the compute stream, after the pass
+         * before it. So with E_k the earliest end of the device's k-th op
+         * (E_{−1} = E_{−2} = fill), a the stash's copy time each way and
+         * E_F the end of the same microbatch's forward of that stage,
+         *   E_k ≥ max(E_{k−1}, max(E_{k−2}, E_F + a) + a) + chain_k
+         * for a backward with a stash, E_{k−1} + chain_k otherwise.
+         * `end_all`: the device's compute end at the earliest, -1 when not
+         * computed. */
+        mp_time end_all = -1;
+        if (full && any_all && fwd_end) {
+            bool ok = true;
+            for (int st = 0; st < S; st++) {
+                if (full->device_of[st] != d) continue;
+                bool has = false;
+                for (int l = s.stage_cost[st].layer_first; l <= s.stage_cost[st].layer_last; l++)
+                    has |= lp[l] > 0;
+                ok &= has;
+            }
+            mp_time e1 = fill, e2 = fill;
+            for (int k = 0; ok && k < full->n_ops[d]; k++) {
+                const struct pipe_op *o = &full->ops[d][k];
+                mp_time c = o->kind == PIPE_F ? f[o->stage] : o->kind == PIPE_B ? bin[o->stage]
+                            : o->kind == PIPE_W ? w[o->stage] : bk[o->stage];
+                mp_time at = e1;
+                double stash = s.stage_cost[o->stage].act_bytes;
+                if ((o->kind == PIPE_B || o->kind == PIPE_BW) && stash > 0) {
+                    mp_time a = timed(&tm, &s, cfg, d, N_COLL_OPS, stash);
+                    mp_time from = fwd_end[(size_t)o->mb * S + o->stage];
+                    mp_time r = (from >= 0 && from + a > e2 ? from + a : e2) + a;
+                    if (r > at) at = r;
+                }
+                e2 = e1;
+                e1 = at + c;
+                if (o->kind == PIPE_F) fwd_end[(size_t)o->mb * S + o->stage] = e1;
+            }
+            if (ok) end_all = e1;
+        }
         mp_time lb2 = fill + (bz - tr > 0 ? bz - tr : 0) + drain;
         for (int i = 0; i < n; i++) {
             /* The device's own end, then its tail; or the drain's end below
@@ -640,7 +690,11 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
             mp_time end = tail(&s, cfgs[i], d, params, &tm, &norm);
             /* When this device's norm can start, at the earliest: its
              * compute and every sync done. */
-            mp_time pre = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm);
+            mp_time st_t = sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm);
+            mp_time pre = fill + bz + st_t;
+            if (end_all >= 0 && cfgs[i]->training.offload == OFFLOAD_ALL && zero3_units(cfgs[i]) &&
+                end_all + st_t > pre)
+                pre = end_all + st_t;
             mp_time ss = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm);
             if (ss > pre) pre = ss;
             mp_time sy = sync_released(&s, lp, cfgs[i], d, rel_st, rel, n_rel, &tm);
@@ -678,6 +732,7 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         if (c + cp[i].post > b[i].step) b[i].step = c + cp[i].post;
     }
     free(cp);
+    free(fwd_end);
     free(f);
     free(bk);
     free(bin);
