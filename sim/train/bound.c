@@ -294,62 +294,6 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
     return t;
 }
 
-/* The gradient buckets of stage `st` (training.dp_overlap, ZeRO 0-2; cut
- * as sync_tail cuts them, data_parallel.c's dp_on_grad): Σ of their
- * collectives' times, and the smallest bucket's bytes in *least. */
-static mp_time stage_buckets(const struct sim *s, const double *lp, const struct config *cfg,
-                             int d, int st, double *least, struct times *tm)
-{
-    int z = cfg->training.zero;
-    const struct stage_cost *c = &s->stage_cost[st];
-    enum coll_op op = z >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
-    double pending = 0;
-    mp_time sum = 0;
-    for (int l = c->layer_last; l >= c->layer_first; l--) {
-        pending += lp[l] * grad_bytes(cfg);
-        if ((pending >= cfg->training.dp_bucket && l > c->layer_first) || l == c->layer_first) {
-            if (pending > 0) {
-                sum += timed(tm, s, cfg, d, op, pending);
-                if (*least < 0 || pending < *least) *least = pending;
-            }
-            pending = 0;
-        }
-    }
-    return sum;
-}
-
-/* When device d's DP stream can be done with its gradient buckets, at the
- * earliest (training.dp_overlap, ZeRO 0-2, fast fidelity: a bucket is one
- * collective op on the device's DP stream, so they run one after another;
- * detailed rings may overlap by a latency and are left to sync_tail).
- * Stage st's buckets are filled by its last backward (W, or BW), which
- * cannot start before `fill` plus the chains of every op before it in the
- * device's program (`rel`, from the full program); a single stream with
- * release times needs at least max over st of rel_st + Σ of the buckets
- * released no earlier. Offloading, a shard (the smallest) then goes to
- * the host. 0 when it does not apply. */
-static mp_time sync_released(const struct sim *s, const double *lp, const struct config *cfg,
-                             int d, const int *st_of, const mp_time *rel, int n,
-                             struct times *tm)
-{
-    int dp = dp_group(cfg), z = cfg->training.zero;
-    if (!s->has_model || n <= 0 || dp <= 1 || z >= 3 || !cfg->training.dp_overlap ||
-        cfg->run.fidelity != FIDELITY_FAST)
-        return 0;
-    double least = -1;
-    mp_time t[16], best = 0;
-    for (int i = 0; i < n; i++) t[i] = stage_buckets(s, lp, cfg, d, st_of[i], &least, tm);
-    for (int i = 0; i < n; i++) {
-        mp_time end = rel[i];
-        for (int j = 0; j < n; j++)
-            if (rel[j] >= rel[i]) end += t[j];
-        if (end > best) best = end;
-    }
-    if (cfg->training.offload >= OFFLOAD_OPTIMIZER && least > 0)
-        best += timed(tm, s, cfg, d, N_COLL_OPS, z >= 1 ? least / dp : least);
-    return best;
-}
-
 /* What must follow device d's last op: its step work (data_parallel.c:
  * the gradient norm and the Adam step on the chip, priced by the kernel
  * model's memory rate as sim.c prices them; with the optimizer offloaded,
@@ -548,8 +492,8 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
              * counted as free. */
             pre_b[q * S + st] = pre_b[q * S + st - 1] + bin[st - 1];
         }
-    /* The full program, for the release times of each stage's gradients
-     * (sync_released): the short one's, when it is the full one; else
+    /* The full program, for the offloaded activations' round trips
+     * (end_all below): the short one's, when it is the full one; else
      * generated for m (not zb-auto, whose order depends on priced times;
      * not DualPipe's F&B, nor two paths). */
     struct pipe_program full_prog;
@@ -559,7 +503,7 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
     for (int i = 0; i < n; i++)
         any_all |= cfgs[i]->training.offload == OFFLOAD_ALL && zero3_units(cfgs[i]);
     bool want_full = !fb && Q == 1 && s.has_model && strcmp(cfg->training.schedule, "zb-auto") &&
-                     ((dp_group(cfg) > 1 && cfg->training.dp_overlap) || any_all);
+                     any_all;
     if (want_full && pg->microbatches == m) {
         full = pg;
     } else if (want_full) {
@@ -613,32 +557,6 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         if (s.has_model) device_stash(&s, lp, d, &dm);
         /* Rounded down: a bound must not gain from rounding. */
         mp_time bz = (mp_time)floor(busy), tr = (mp_time)ceil(trail);
-        /* Per stage of the device, the chains of the full program's ops
-         * before the stage's last W or BW (sync_released), from `fill`. */
-        int rel_st[16], n_rel = 0;
-        mp_time rel[16];
-        if (full) {
-            mp_time at = 0;
-            int n_st = 0, last_k[16];
-            for (int st = 0; st < S && n_st < 16; st++)
-                if (full->device_of[st] == d) rel_st[n_st] = st, last_k[n_st++] = -1;
-            for (int k = 0; k < full->n_ops[d]; k++) {
-                const struct pipe_op *o = &full->ops[d][k];
-                for (int j = 0; j < n_st; j++)
-                    if (o->stage == rel_st[j] && (o->kind == PIPE_W || o->kind == PIPE_BW))
-                        last_k[j] = k;
-            }
-            bool ok = n_st > 0 && n_st < 16;
-            for (int j = 0; j < n_st; j++) ok &= last_k[j] >= 0;
-            for (int k = 0, j; ok && k < full->n_ops[d]; k++) {
-                const struct pipe_op *o = &full->ops[d][k];
-                for (j = 0; j < n_st; j++)
-                    if (last_k[j] == k) rel[j] = at;
-                at += o->kind == PIPE_F ? f[o->stage] : o->kind == PIPE_B ? bin[o->stage]
-                      : o->kind == PIPE_W ? w[o->stage] : bk[o->stage];
-            }
-            if (ok) n_rel = n_st;
-        }
         /* Offloaded activations (training.offload = all, ZeRO-3 units,
          * pipeline.c): a forward's stash goes to the host as its compute
          * ends, and comes back for the backward once it has arrived there
@@ -697,8 +615,6 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
                 pre = end_all + st_t;
             mp_time ss = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm);
             if (ss > pre) pre = ss;
-            mp_time sy = sync_released(&s, lp, cfgs[i], d, rel_st, rel, n_rel, &tm);
-            if (sy > 0 && fill + sy > pre) pre = fill + sy;
             mp_time lb = pre + end;
             if (lb2 > lb) lb = lb2;
             /* For the coupled bound below. */

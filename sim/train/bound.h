@@ -21,12 +21,11 @@
  * (on the device, before the norm's all-reduce over every stage) and the
  * rest (after it), so the devices are coupled:
  *   step ≥ max_d (end_d + norm_d, drain end + the least norm) + max_d rest_d,
- * end_d being when device d's compute and gradient syncs can be done. With
- * training.dp_overlap under ZeRO 0-2 at fast fidelity, each stage's buckets
- * are released by its last backward, which starts after the chains of every
- * op before it in the device's program; the DP stream, one op after
- * another, ends no earlier than any release plus the buckets released no
- * earlier (the single-machine bound with release times). Contention, bubbles the
+ * end_d being when device d's compute and gradient syncs can be done. With the
+ * activations offloaded (ZeRO-3), a backward waits for its stash's round
+ * trip (out as its forward ends, back once the pass before it began):
+ * E_k ≥ max(E_{k−1}, max(E_{k−2}, E_F + a) + a) + chain_k over the
+ * device's program gives its compute end. Contention, bubbles the
  * schedule leaves beyond fill and drain, and exposed DP or PP traffic only
  * add to the simulated step, so the bound never exceeds it (tests hold it
  * against simulations). With uniform stages and free hand-offs, GPipe and
