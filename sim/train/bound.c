@@ -299,11 +299,14 @@ static mp_time sync_tail(const struct sim *s, const double *lp, const struct con
  * model's memory rate as sim.c prices them; with the optimizer offloaded,
  * the updated weights coming back from the host) and ZeRO 1/2's weight
  * all-gather, unless overlap_param_gather moved it to the step's start.
- * The norm's all-reduce (4 bytes) is left out: a bound need not be tight. */
+ * The norm's all-reduce (4 bytes) is left out: a bound need not be tight.
+ * *norm: the gradient norm's part, which runs before that all-reduce (0
+ * when the host runs it); the rest follows the all-reduce. */
 static mp_time tail(const struct sim *s, const struct config *cfg, int d, double params,
-                    struct times *tm)
+                    struct times *tm, mp_time *norm)
 {
     int dp = dp_group(cfg), z = cfg->training.zero;
+    *norm = 0;
     if (params <= 0 || !s->has_model) return 0;
     double shard = z >= 1 ? params / dp : params, wb = cfg->model.weight_bits / 8.0;
     mp_time t = 0;
@@ -311,7 +314,8 @@ static mp_time tail(const struct sim *s, const struct config *cfg, int d, double
         double b[3];
         int gb = grad_bits(cfg), ob = moment_bits(cfg);
         dp_bytes_per_param_recipe(cfg->model.weight_bits, gb, ob, z, dp, b);
-        t = price_memory((void *)s, shard * dp_norm_bytes_per_param(gb), 1) +
+        *norm = price_memory((void *)s, shard * dp_norm_bytes_per_param(gb), 1);
+        t = *norm +
             price_memory((void *)s,
                          shard * dp_adam_bytes_per_param(cfg->model.weight_bits, gb, ob) +
                              params * b[1], 2);
@@ -347,15 +351,24 @@ static mp_time stream_sum(const struct sim *s, const double *lp, const struct co
             if (pg->device_of[q * pg->stages + st] != d) continue;
             const struct stage_cost *c = &s->stage_cost[st];
             double per_dp = 0, per_from = 0, per_to = 0;
+            /* Layers of one size in a row (a model's decoders) have the
+             * same times: looked up once. */
+            double last_p = -1, t_dp = 0, t_from = 0, t_to = 0;
             for (int l = c->layer_first; units && l <= c->layer_last; l++) {
                 double p = lp[l];
-                if (gather)
-                    per_dp += gathers * (double)timed(tm, s, cfg, d, COLL_ALL_GATHER, p * wb) +
-                              (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * grad_bytes(cfg));
-                if (off >= OFFLOAD_WEIGHTS)
-                    per_from += gathers * (double)timed(tm, s, cfg, d, N_COLL_OPS, p * wb / dp);
-                if (off >= OFFLOAD_OPTIMIZER)
-                    per_to += (double)timed(tm, s, cfg, d, N_COLL_OPS, p * grad_bytes(cfg) / dp);
+                if (p != last_p) {
+                    last_p = p;
+                    t_dp = gather ? gathers * (double)timed(tm, s, cfg, d, COLL_ALL_GATHER, p * wb) +
+                                        (double)timed(tm, s, cfg, d, COLL_REDUCE_SCATTER, p * grad_bytes(cfg))
+                                  : 0;
+                    t_from = off >= OFFLOAD_WEIGHTS
+                                 ? gathers * (double)timed(tm, s, cfg, d, N_COLL_OPS, p * wb / dp) : 0;
+                    t_to = off >= OFFLOAD_OPTIMIZER
+                               ? (double)timed(tm, s, cfg, d, N_COLL_OPS, p * grad_bytes(cfg) / dp) : 0;
+                }
+                per_dp += t_dp;
+                per_from += t_from;
+                per_to += t_to;
             }
             if (off == OFFLOAD_ALL && c->act_bytes > 0) {
                 mp_time a = timed(tm, s, cfg, d, N_COLL_OPS, c->act_bytes);
@@ -474,9 +487,49 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         for (int st = 1; st < S; st++) {
             mp_time hop = send_time(&s, q, st - 1);
             pre_f[q * S + st] = pre_f[q * S + st - 1] + f[st - 1] + hop;
-            pre_b[q * S + st] = pre_b[q * S + st - 1] + bin[st - 1] + hop;
+            /* The drain's hand-offs carry input gradients, whose bytes
+             * need not be the forward's (the last stage's can be empty):
+             * counted as free. */
+            pre_b[q * S + st] = pre_b[q * S + st - 1] + bin[st - 1];
         }
+    /* The full program, for the offloaded activations' round trips
+     * (end_all below): the short one's, when it is the full one; else
+     * generated for m (not zb-auto, whose order depends on priced times;
+     * not DualPipe's F&B, nor two paths). */
+    struct pipe_program full_prog;
+    memset(&full_prog, 0, sizeof full_prog);
+    const struct pipe_program *full = NULL;
+    bool any_all = false;
+    for (int i = 0; i < n; i++)
+        any_all |= cfgs[i]->training.offload == OFFLOAD_ALL && zero3_units(cfgs[i]);
+    bool want_full = !fb && Q == 1 && s.has_model && strcmp(cfg->training.schedule, "zb-auto") &&
+                     any_all;
+    if (want_full && pg->microbatches == m) {
+        full = pg;
+    } else if (want_full) {
+        struct mp_error e2 = { 0 };
+        const struct config_int_list *sl = &cfg->parallel.stage_layers;
+        struct pipe_shape shape = {
+            .devices = p, .microbatches = m, .chunks = cfg->parallel.vpp,
+            .layers = s.model.decoders,
+            .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
+            .device_layers = sl->n ? sl->v : NULL,
+        };
+        if (schedule_generate(cfg->training.schedule, &shape, &full_prog, &e2) == MP_OK &&
+            full_prog.stages == S && full_prog.devices == P)
+            full = &full_prog;
+        else if (full_prog.ops)
+            pipe_program_release(&full_prog);
+    }
+    /* Per (microbatch, stage): its forward's earliest end (end_all). */
+    mp_time *fwd_end = NULL;
+    if (full && any_all) {
+        fwd_end = mp_xmalloc((size_t)m * S * sizeof *fwd_end);
+        for (size_t i = 0; i < (size_t)m * S; i++) fwd_end[i] = -1;
+    }
     struct times tm = { 0 };
+    struct coupled { mp_time own, drain, norm_min, post; } *cp = mp_xmalloc((size_t)n * sizeof *cp);
+    for (int i = 0; i < n; i++) cp[i] = (struct coupled){ 0, 0, -1, 0 };
     double *lp = mp_xcalloc((size_t)(s.has_model ? s.model.n_layers : 1), sizeof *lp);
     for (int l = 0; s.has_model && l < s.model.n_layers; l++) lp[l] = layer_params(&s, l);
     for (int d = 0; d < P; d++) {
@@ -504,17 +557,71 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         if (s.has_model) device_stash(&s, lp, d, &dm);
         /* Rounded down: a bound must not gain from rounding. */
         mp_time bz = (mp_time)floor(busy), tr = (mp_time)ceil(trail);
+        /* Offloaded activations (training.offload = all, ZeRO-3 units,
+         * pipeline.c): a forward's stash goes to the host as its compute
+         * ends, and comes back for the backward once it has arrived there
+         * and the pass before the backward has started; under ZeRO-3 a pass
+         * starts with a buffer op on the compute stream, after the pass
+         * before it. So with E_k the earliest end of the device's k-th op
+         * (E_{−1} = E_{−2} = fill), a the stash's copy time each way and
+         * E_F the end of the same microbatch's forward of that stage,
+         *   E_k ≥ max(E_{k−1}, max(E_{k−2}, E_F + a) + a) + chain_k
+         * for a backward with a stash, E_{k−1} + chain_k otherwise.
+         * `end_all`: the device's compute end at the earliest, -1 when not
+         * computed. */
+        mp_time end_all = -1;
+        if (full && any_all && fwd_end) {
+            bool ok = true;
+            for (int st = 0; st < S; st++) {
+                if (full->device_of[st] != d) continue;
+                bool has = false;
+                for (int l = s.stage_cost[st].layer_first; l <= s.stage_cost[st].layer_last; l++)
+                    has |= lp[l] > 0;
+                ok &= has;
+            }
+            mp_time e1 = fill, e2 = fill;
+            for (int k = 0; ok && k < full->n_ops[d]; k++) {
+                const struct pipe_op *o = &full->ops[d][k];
+                mp_time c = o->kind == PIPE_F ? f[o->stage] : o->kind == PIPE_B ? bin[o->stage]
+                            : o->kind == PIPE_W ? w[o->stage] : bk[o->stage];
+                mp_time at = e1;
+                double stash = s.stage_cost[o->stage].act_bytes;
+                if ((o->kind == PIPE_B || o->kind == PIPE_BW) && stash > 0) {
+                    mp_time a = timed(&tm, &s, cfg, d, N_COLL_OPS, stash);
+                    mp_time from = fwd_end[(size_t)o->mb * S + o->stage];
+                    mp_time r = (from >= 0 && from + a > e2 ? from + a : e2) + a;
+                    if (r > at) at = r;
+                }
+                e2 = e1;
+                e1 = at + c;
+                if (o->kind == PIPE_F) fwd_end[(size_t)o->mb * S + o->stage] = e1;
+            }
+            if (ok) end_all = e1;
+        }
         mp_time lb2 = fill + (bz - tr > 0 ? bz - tr : 0) + drain;
         for (int i = 0; i < n; i++) {
             /* The device's own end, then its tail; or the drain's end below
              * it (the tail of the device there runs after that, but is not
              * counted: a bound need not be tight); or its DP or copy
              * streams' work, then the tail. */
-            mp_time end = tail(&s, cfgs[i], d, params, &tm);
-            mp_time lb = fill + bz + sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm) + end;
+            mp_time norm;
+            mp_time end = tail(&s, cfgs[i], d, params, &tm, &norm);
+            /* When this device's norm can start, at the earliest: its
+             * compute and every sync done. */
+            mp_time st_t = sync_tail(&s, lp, cfgs[i], d, lowest, params, &tm);
+            mp_time pre = fill + bz + st_t;
+            if (end_all >= 0 && cfgs[i]->training.offload == OFFLOAD_ALL && zero3_units(cfgs[i]) &&
+                end_all + st_t > pre)
+                pre = end_all + st_t;
+            mp_time ss = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm);
+            if (ss > pre) pre = ss;
+            mp_time lb = pre + end;
             if (lb2 > lb) lb = lb2;
-            mp_time lb3 = stream_sum(&s, lp, cfgs[i], d, mq, fb, &tm) + end;
-            if (lb3 > lb) lb = lb3;
+            /* For the coupled bound below. */
+            if (pre + norm > cp[i].own) cp[i].own = pre + norm;
+            if (lb2 > cp[i].drain) cp[i].drain = lb2;
+            if (cp[i].norm_min < 0 || norm < cp[i].norm_min) cp[i].norm_min = norm;
+            if (end - norm > cp[i].post) cp[i].post = end - norm;
             if (lb > b[i].step) {
                 b[i].step = lb;
                 b[i].busy = bz;
@@ -530,6 +637,18 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
             }
         }
     }
+    /* Coupled over devices: every device's Adam step (and ZeRO 1/2's
+     * gather) waits for the norm's all-reduce over all of them, which
+     * waits for every device's norm; and the drain below a device ends on
+     * another device, whose norm follows it (the smallest norm counted). */
+    for (int i = 0; i < n; i++) {
+        mp_time c = cp[i].own;
+        if (cp[i].drain + (cp[i].norm_min > 0 ? cp[i].norm_min : 0) > c)
+            c = cp[i].drain + (cp[i].norm_min > 0 ? cp[i].norm_min : 0);
+        if (c + cp[i].post > b[i].step) b[i].step = c + cp[i].post;
+    }
+    free(cp);
+    free(fwd_end);
     free(f);
     free(bk);
     free(bin);
@@ -539,6 +658,7 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
     free(pre_b);
     free(tm.v);
     free(lp);
+    if (full && full != pg) pipe_program_release(&full_prog);
     sim_release(&s);
     return MP_OK;
 }

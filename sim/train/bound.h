@@ -9,13 +9,23 @@
  * fabric: `chain`). A device cannot start before the first microbatch's
  * forward has reached its first stage (the chains and hand-offs of the
  * stages before), and after its last input-gradient backward the same
- * microbatch's backward still walks down the stages below. So for every
- * device d, with busy_d the Σ of its chains:
+ * microbatch's backward still walks down the stages below (drain_d: their
+ * input-gradient chains; the hand-offs back are counted free, since an
+ * input gradient's bytes need not be the forward's). So for every device
+ * d, with busy_d the Σ of its chains:
  *   step ≥ fill_d + busy_d + tail_d,
  *   step ≥ fill_d + busy_d − (weight-gradient work that may trail) + drain_d,
  * where tail_d is what must follow the device's last op: its optimizer step
  * (or, with the optimizer offloaded, the updated weights coming back) and,
- * under ZeRO 1/2, the weights' all-gather. Contention, bubbles the
+ * under ZeRO 1/2, the weights' all-gather. The tail is the gradient norm
+ * (on the device, before the norm's all-reduce over every stage) and the
+ * rest (after it), so the devices are coupled:
+ *   step ≥ max_d (end_d + norm_d, drain end + the least norm) + max_d rest_d,
+ * end_d being when device d's compute and gradient syncs can be done. With the
+ * activations offloaded (ZeRO-3), a backward waits for its stash's round
+ * trip (out as its forward ends, back once the pass before it began):
+ * E_k ≥ max(E_{k−1}, max(E_{k−2}, E_F + a) + a) + chain_k over the
+ * device's program gives its compute end. Contention, bubbles the
  * schedule leaves beyond fill and drain, and exposed DP or PP traffic only
  * add to the simulated step, so the bound never exceeds it (tests hold it
  * against simulations). With uniform stages and free hand-offs, GPipe and
