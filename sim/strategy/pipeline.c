@@ -362,6 +362,20 @@ static int arrival(struct op_index *ix, int mb, int from, int dir, int pass)
     return send >= 0 ? send : *at_pass(ix, mb, from, pass);
 }
 
+/* The last W/BW op index per (device, stage), two device slots per stage. */
+struct last_w {
+    int *dev, *k; /* [stage * 2 + slot] */
+};
+
+static int *last_w_at(struct last_w *lw, int device, int stage)
+{
+    int *dev = lw->dev + (size_t)stage * 2;
+    int slot = dev[0] == device || dev[0] < 0 ? 0 : 1;
+    assert(dev[slot] == device || dev[slot] < 0); /* at most two devices per stage */
+    dev[slot] = device;
+    return lw->k + (size_t)stage * 2 + slot;
+}
+
 void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct pipeline_out *out)
 {
     const struct pipe_program *prog = pl->prog;
@@ -379,15 +393,18 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     int tp = pl->tensor ? pl->tensor->tp : 1;
     int *ready = mp_xmalloc((size_t)tp * sizeof *ready), *done = mp_xmalloc((size_t)tp * sizeof *done);
     /* The program index of each (device, stage)'s last weight-gradient op:
-     * its gradients are complete for the step when it ends (DualPipe runs a
-     * stage on two devices). */
-    int *last_w = mp_xmalloc((size_t)S * prog->devices * sizeof *last_w);
-    for (int i = 0; i < S * prog->devices; i++) last_w[i] = -1;
+     * its gradients are complete for the step when it ends. A stage runs on
+     * one device, or two under DualPipe, so two slots per stage keep this
+     * O(stages) (a stages × devices table was pp² × 4 bytes: 6.4 GB at
+     * pp = 40,000). */
+    struct last_w lw = { .dev = mp_xmalloc((size_t)S * 2 * sizeof *lw.dev),
+                         .k = mp_xmalloc((size_t)S * 2 * sizeof *lw.k) };
+    for (size_t i = 0; i < (size_t)S * 2; i++) lw.dev[i] = lw.k[i] = -1;
     for (int d = 0; d < prog->devices; d++)
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
-            if (p->kind == PIPE_W || p->kind == PIPE_BW) last_w[d * S + p->stage] = k;
-            if (p->kind == PIPE_FB) last_w[d * S + p->stage2] = k;
+            if (p->kind == PIPE_W || p->kind == PIPE_BW) *last_w_at(&lw, d, p->stage) = k;
+            if (p->kind == PIPE_FB) *last_w_at(&lw, d, p->stage2) = k;
         }
 
     /* Pass 1: every compute op in each device's order, each followed by the
@@ -402,7 +419,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
             int dep = -1;
             if (pl->before_pass && p->kind != PIPE_W)
                 dep = pl->before_pass(pl->hook_ctx, g, d, p->stage, p->kind, prev_first);
-            bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && last_w[d * S + p->stage] == k;
+            bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && *last_w_at(&lw, d, p->stage) == k;
             struct emitted em;
             emit_pass(g, pl, d, chip, p, last, &dep, 1, ready, done, &em);
             prev_first = em.first;
@@ -447,7 +464,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
              * gradients are done when it is. */
             if (pl->on_grad && !em.grad_seen) {
                 if (last) pl->on_grad(pl->hook_ctx, g, d, p->stage, -1, em.last_compute);
-                else if (p->kind == PIPE_FB && last_w[d * S + p->stage2] == k)
+                else if (p->kind == PIPE_FB && *last_w_at(&lw, d, p->stage2) == k)
                     pl->on_grad(pl->hook_ctx, g, d, p->stage2, -1, em.last_compute);
             }
         }
@@ -481,7 +498,8 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     free(ix.send);
     free(ready);
     free(done);
-    free(last_w);
+    free(lw.dev);
+    free(lw.k);
 }
 
 void pipeline_out_release(struct pipeline_out *out)
