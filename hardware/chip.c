@@ -336,6 +336,14 @@ const struct chip *chip_catalog_find(const struct chip_catalog *cat, const char 
     return NULL;
 }
 
+void chip_describe(const struct chip *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "chip %s (chips.csv: bf16_tflops = %.6g, fp8_tflops = %.6g, "
+             "mem_bw_tbs = %.6g, compute_eff = %.6g, mem_eff = %.6g)", c->name,
+             c->peak_bf16 / 1e12, c->peak_fp8 / 1e12, c->mem_bw / 1e12, c->compute_eff,
+             c->mem_eff);
+}
+
 mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits)
 {
     assert(flops >= 0 && bytes >= 0 && bits > 0);
@@ -351,6 +359,5 @@ mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits)
      * than int64 picoseconds (or infinity); that is an input error, not a
      * programmer's one. Saturate (common.h), and let sim_run's horizon check
      * report it, instead of asserting or wrapping. */
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    return (mp_time)llround(ps);
+    return mp_time_from_ps(ps);
 }

@@ -113,7 +113,5 @@ mp_time efficiency_op_time(const struct efficiency *e, const struct chip *c, dou
     double mem = isinf(c->mem_bw) ? 0 : bytes / (c->mem_bw * c->mem_eff);
     double elem = isinf(c->mem_bw) ? 0 : e->elementwise * elem_bytes / (c->mem_bw * c->mem_eff);
     double ps = ((compute > mem ? compute : mem) + elem) * 1e12;
-    /* Saturate as chip_op_time does; sim_run reports a horizon overflow. */
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    return (mp_time)llround(ps);
+    return mp_time_from_ps(ps); /* saturates; sim_run names the inputs */
 }

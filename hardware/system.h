@@ -98,4 +98,9 @@ int system_route_buf(const struct system *sys, int src, int dst, int *stack, int
  * links' latencies plus bytes over the slowest link's bandwidth. */
 mp_time system_route_time(const struct system *sys, const int *route, int n, double bytes);
 
+/* The fabric figures a transfer time comes from, for messages naming the
+ * inputs behind a duration past its cap: "system NAME ([scaleup] bandwidth
+ * = 450GB/s, latency = 1us; [scaleout] bandwidth = 50GB/s, latency = 5us)". */
+void system_describe(const struct system *sys, char *buf, size_t size);
+
 #endif

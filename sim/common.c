@@ -1,7 +1,9 @@
 /* common.c — error records, checked allocation, the wall clock and the data folder. */
 #include "common.h"
 
+#include <assert.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +135,38 @@ size_t mp_utf8_valid_prefix(const char *s, size_t n)
         i += len;
     }
     return n;
+}
+
+mp_time mp_time_from_ps(double ps)
+{
+    assert(!(ps < 0) && "a negative duration: a formula, not the input, is wrong");
+    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE; /* NaN and ∞ land here too */
+    return (mp_time)llround(ps);
+}
+
+mp_time mp_time_from_s(double s)
+{
+    return mp_time_from_ps(s * 1e12);
+}
+
+mp_time mp_time_add(mp_time a, mp_time b)
+{
+    assert(a >= 0 && b >= 0);
+    return a < MP_TIME_HUGE - b ? a + b : MP_TIME_HUGE;
+}
+
+mp_time mp_time_mul(mp_time a, long long k)
+{
+    assert(a >= 0 && k >= 0);
+    mp_time r;
+    if (__builtin_mul_overflow(a, k, &r) || r > MP_TIME_HUGE) return MP_TIME_HUGE;
+    return r;
+}
+
+mp_time mp_time_scale(mp_time a, double share)
+{
+    assert(a >= 0 && !(share < 0));
+    double v = share * (double)a;
+    if (!(v < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
+    return (mp_time)v;
 }

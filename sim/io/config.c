@@ -34,7 +34,7 @@
 /* Caps on durations and sizes, so that arithmetic on them cannot leave int64
  * picoseconds or lose whole bytes in a double: 10^6 s (11.6 days) for one op
  * and 2^60 bytes (1 EiB). Beyond them a value is a typo, not a machine. */
-#define DURATION_MAX ((mp_time)1000000 * MP_PS_PER_S)
+#define DURATION_MAX (1000000 * MP_PS_PER_S)
 #define SIZE_MAX_BYTES 0x1p60
 
 

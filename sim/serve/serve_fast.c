@@ -480,7 +480,7 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
             int st = 0;
             while (f->hcls[st] != c) st++;
             double bw = s->hop_bw[st];
-            f->ser_of[c] = isinf(bw) ? 0 : (mp_time)llround(b / bw * 1e12);
+            f->ser_of[c] = isinf(bw) ? 0 : mp_time_from_ps(b / bw * 1e12);
         }
         f->ser_tokens = sl->tokens;
     }

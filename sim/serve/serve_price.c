@@ -104,7 +104,7 @@ mp_time serve_hop_time(const struct serve *s, int stage, int tokens)
 {
     if (s->stages == 1) return 0;
     double b = serve_hop_bytes(s, stage, tokens);
-    return s->hop[stage] + (isinf(s->hop_bw[stage]) ? 0 : (mp_time)llround(b / s->hop_bw[stage] * 1e12));
+    return mp_time_add(s->hop[stage], isinf(s->hop_bw[stage]) ? 0 : mp_time_from_ps(b / s->hop_bw[stage] * 1e12));
 }
 
 /* Routes of the hand-offs: s → s+1, and the last stage's return hop, priced

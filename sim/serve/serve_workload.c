@@ -50,7 +50,7 @@ int serve_poisson_requests(struct serve *s)
         int omin = in->output_min < omax ? in->output_min : omax;
         int o = draw(rng, in->output_dist, in->output_len, omin, omax, in->output_sigma);
         if (o > ctx - p) o = ctx - p;
-        add_request(s, &cap, (mp_time)llround(t * 1e12), p, o);
+        add_request(s, &cap, mp_time_from_s(t), p, o);
     }
     gsl_rng_free(rng);
     return MP_OK;
@@ -89,7 +89,7 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
         if (ok) { p = end + 1; output = strtol(p, &end, 10); ok = end != p; }
         while (ok && (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')) end++;
         ok = ok && *end == '\0' && prompt >= 1 && output >= 1;
-        mp_time at = ok ? (mp_time)llround(t * 1e12) : 0;
+        mp_time at = ok ? mp_time_from_s(t) : 0;
         if (!ok || at < last || prompt + output > ctx) {
             fclose(f);
             if (!ok)

@@ -189,7 +189,7 @@ static mp_time hd_time(const struct system *sys, const int *chips, int n, double
             mp_time t = pair_time(sys, chips[i], chips[i ^ dist], piece);
             if (t > worst) worst = t;
         }
-        total += worst;
+        total = mp_time_add(total, worst);
     }
     return total;
 }
@@ -217,9 +217,9 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
         mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per);
         if (c > across) across = c;
     }
-    if (op == COLL_ALL_REDUCE) t = in_rs + across + in_ag;
-    else if (op == COLL_REDUCE_SCATTER) t = in_rs + across;
-    else t = across + in_ag;
+    if (op == COLL_ALL_REDUCE) t = mp_time_add(mp_time_add(in_rs, across), in_ag);
+    else if (op == COLL_REDUCE_SCATTER) t = mp_time_add(in_rs, across);
+    else t = mp_time_add(across, in_ag);
     free(rail);
     free(h.local);
     return t;
@@ -242,26 +242,26 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         mp_time lat = pair_time(sys, chips[0], chips[1 % n], 0);
         mp_time bw = ring_hop(sys, chips, n, bytes) - ring_hop(sys, chips, n, 0);
         int depth = ceil_log2(n);
-        if (op == COLL_ALL_REDUCE) return 2 * depth * lat + 2 * bw;
-        if (op == COLL_BROADCAST) return depth * lat + bw;
+        if (op == COLL_ALL_REDUCE) return mp_time_add(mp_time_mul(lat, 2LL * depth), mp_time_mul(bw, 2));
+        if (op == COLL_BROADCAST) return mp_time_add(mp_time_mul(lat, depth), bw);
         return op_time(sys, op, COLL_RING, chips, n, bytes);
     }
     case COLL_HALVING_DOUBLING:
-        if (op == COLL_ALL_REDUCE) return 2 * hd_time(sys, chips, n, bytes);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(hd_time(sys, chips, n, bytes), 2);
         if (op == COLL_BROADCAST) return op_time(sys, op, COLL_TREE, chips, n, bytes);
         return hd_time(sys, chips, n, bytes);
     case COLL_DIRECT:
-        if (op == COLL_ALL_REDUCE) return 2 * direct_time(sys, chips, n, bytes / n);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(direct_time(sys, chips, n, bytes / n), 2);
         if (op == COLL_BROADCAST) return direct_time(sys, chips, 2, bytes * (n - 1));
         return direct_time(sys, chips, n, bytes / n);
     case COLL_HIERARCHICAL:
         return hier_time(sys, op, chips, n, bytes);
     case COLL_RING:
     default:
-        if (op == COLL_ALL_REDUCE) return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), 2LL * (n - 1));
         if (op == COLL_BROADCAST)
-            return (mp_time)(n + BCAST_CHUNKS - 2) * ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings);
-        return (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+            return mp_time_mul(ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings), n + BCAST_CHUNKS - 2);
+        return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), n - 1);
     }
 }
 
@@ -555,5 +555,5 @@ mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chi
                                         double bytes)
 {
     if (n <= 1) return 0;
-    return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n);
+    return mp_time_mul(ring_hop(sys, chips, n, bytes / n), 2LL * (n - 1));
 }

@@ -115,7 +115,7 @@ mp_time experts_a2a_time(const struct system *sys, const int *chips, int n, cons
         }
         double a = ps(nic, bw_out), c = ps(nvl, bw_in);
         worst = a > c ? a : c;
-        t = (mp_time)llround(worst) + lat_out + (per > 1 ? lat_in : 0);
+        t = mp_time_add(mp_time_add(mp_time_from_ps(worst), lat_out), per > 1 ? lat_in : 0);
     } else {
         for (int i = 0; i < n; i++) {
             double out_nvl = S * (nshare[node[i]] - share[i]);
@@ -128,7 +128,7 @@ mp_time experts_a2a_time(const struct system *sys, const int *chips, int n, cons
             if (ps(in_nic, bw_out) > m) m = ps(in_nic, bw_out);
             if (m > worst) worst = m;
         }
-        t = (mp_time)llround(worst) + (nn > 1 ? lat_out : lat_in);
+        t = mp_time_add(mp_time_from_ps(worst), nn > 1 ? lat_out : lat_in);
     }
     free(node);
     free(ids);
@@ -469,7 +469,7 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
                 int e = pl[i].expert[c], r = pl[i].rank[c];
                 double tok = kept[e] / pl[i].copies[e];
                 rank_tok[r] += tok;
-                rank_f[r] += expert_time(in, one, tok, 0);
+                rank_f[r] = mp_time_add(rank_f[r], expert_time(in, one, tok, 0));
             }
             int gate = 0;
             for (int r = 1; r < ep; r++)
@@ -499,16 +499,16 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
                 int e = pl[i].expert[c], r = pl[i].rank[c];
                 double tok = kept[e] / pl[i].copies[e];
                 if (r == gate) {
-                    t[EPR_EXPERTS_F] += expert_time(in, one, tok, 0);
-                    t[EPR_EXPERTS_B] += expert_time(in, one, tok, 1);
-                    t[EPR_EXPERTS_W] += expert_time(in, one, tok, 2);
+                    for (int k = 0; k < 3; k++)
+                        t[EPR_EXPERTS_F + k] = mp_time_add(t[EPR_EXPERTS_F + k],
+                                                           expert_time(in, one, tok, k));
                 }
                 if (p->rank_t) {
                     mp_time *rt = p->rank_t + (cell * ep + r) * 3;
-                    for (int k = 0; k < 3; k++) rt[k] += expert_time(in, one, tok, k);
+                    for (int k = 0; k < 3; k++) rt[k] = mp_time_add(rt[k], expert_time(in, one, tok, k));
                 }
             }
-            t[EPR_EXPERTS_BW] = t[EPR_EXPERTS_B] + t[EPR_EXPERTS_W];
+            t[EPR_EXPERTS_BW] = mp_time_add(t[EPR_EXPERTS_B], t[EPR_EXPERTS_W]);
         }
     }
     for (int i = 0; i < p->n_moe; i++) {
@@ -559,7 +559,7 @@ mp_time experts_rank_time(const struct ep_plan *p, int mb, int layer, int r, enu
     case EPR_EXPERTS_F: return rt[0];
     case EPR_EXPERTS_B: return rt[1];
     case EPR_EXPERTS_W: return rt[2];
-    case EPR_EXPERTS_BW: return rt[1] + rt[2];
+    case EPR_EXPERTS_BW: return mp_time_add(rt[1], rt[2]);
     default: return 0;
     }
 }

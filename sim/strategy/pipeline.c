@@ -59,10 +59,10 @@ static struct op compute_op(const struct pipeline_plan *pl, int chip, const stru
     case PIPE_F: d = c->t_f; alloc = c->act_bytes; break;
     case PIPE_B: d = c->t_b; alloc = c->work_bytes; release = c->act_bytes - c->act_w_bytes + c->work_bytes; break;
     case PIPE_W: d = c->t_w; release = c->act_w_bytes; break;
-    case PIPE_BW: d = c->t_b + c->t_w; alloc = c->work_bytes; release = c->act_bytes + c->work_bytes; break;
+    case PIPE_BW: d = mp_time_add(c->t_b, c->t_w); alloc = c->work_bytes; release = c->act_bytes + c->work_bytes; break;
     case PIPE_FB: {
         const struct stage_cost *c2 = &pl->stage[p->stage2];
-        d = pl->t_fb > 0 ? pl->t_fb : c->t_f + c2->t_b + c2->t_w;
+        d = pl->t_fb > 0 ? pl->t_fb : mp_time_add(c->t_f, mp_time_add(c2->t_b, c2->t_w));
         alloc = c->act_bytes + c2->work_bytes;
         release = c2->act_bytes + c2->work_bytes;
         break;
@@ -172,7 +172,7 @@ static void dep_all(struct taskgraph *g, const int *deps, int n, int id)
 static mp_time seg_time(const struct pipeline_plan *pl, const struct tp_seg *sg, int mb)
 {
     if (!sg->ep_role || !pl->experts) return sg->duration;
-    return sg->duration + experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role);
+    return mp_time_add(sg->duration, experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role));
 }
 
 /* Compute and communication time of one pass of (stage, mb). */
@@ -181,7 +181,10 @@ static void pass_sums(const struct pipeline_plan *pl, int stage, enum tp_pass_ki
 {
     const struct tp_pass *tpp = tensor_pass(pl->tensor, stage, k);
     const struct tp_seg *seg = pl->tensor->seg + tpp->off;
-    for (int i = 0; i < tpp->n; i++) *(seg[i].is_comm ? comm : compute) += seg_time(pl, &seg[i], mb);
+    for (int i = 0; i < tpp->n; i++) {
+        mp_time *sum = seg[i].is_comm ? comm : compute;
+        *sum = mp_time_add(*sum, seg_time(pl, &seg[i], mb));
+    }
 }
 
 /* DualPipe's F&B under expert parallelism: the forward of one microbatch
@@ -341,7 +344,7 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     int n = system_route_buf(pl->sys, src, dst, stack, 64, &links);
     double bytes = pl->stage[s].send_bytes;
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
-                        system_route_time(pl->sys, links, n, bytes) + pl->hop);
+                        mp_time_add(system_route_time(pl->sys, links, n, bytes), pl->hop));
     o.bytes = bytes;
     o.comm = COMM_PP;
     o.mb = mb;

@@ -44,15 +44,15 @@ static void compute(struct builder *b, mp_time d, bool needs, int grad_layer)
     if (here(b) > 0) {
         struct tp_seg *prev = &b->p->seg[b->p->n_seg - 1];
         if (!prev->is_comm && prev->grad_layer < 0 && wait < 0 && !prev->ep_role) {
-            prev->duration += d;
-            prev->grad_layer = (int16_t)grad_layer;
+            prev->duration = mp_time_add(prev->duration, d);
+            prev->grad_layer = (int32_t)grad_layer;
             return;
         }
     }
     struct tp_seg *s = push(b);
     s->duration = d;
-    s->wait = (int16_t)wait;
-    s->grad_layer = (int16_t)grad_layer;
+    s->wait = (int32_t)wait;
+    s->grad_layer = (int32_t)grad_layer;
 }
 
 /* A collective of the stage's group, issued when the compute before it ends.
@@ -93,8 +93,8 @@ static void ep_seg(struct builder *b, enum ep_role role, int layer, bool needs)
     int idx = here(b);
     struct tp_seg *s = push(b);
     s->ep_role = (uint8_t)role;
-    s->ep_layer = (int16_t)layer;
-    s->wait = (int16_t)wait;
+    s->ep_layer = (int32_t)layer;
+    s->wait = (int32_t)wait;
     if (is_comm) {
         s->is_comm = 1;
         s->op = COLL_ALL_TO_ALL;
@@ -141,7 +141,7 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
     t->f = in->op_time(in->op_ctx, lc.flops_f, lc.bytes_f, gemm, elem);
     mp_time ball = in->op_time(in->op_ctx, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
     double share = lc.flops_recompute / (lc.flops_b + lc.flops_recompute + 1e-300);
-    t->rc = (mp_time)(share * (double)ball);
+    t->rc = mp_time_scale(ball, share);
     t->b = ball - t->rc;
     t->w = in->op_time(in->op_ctx, lc.flops_w, lc.bytes_w, gemm, 0);
     t->a = m->layer[l].kind == LAYER_DECODER ? attn_share(m, l, &lc, in->cp) : 0.5;
@@ -159,8 +159,8 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
  *   → combine, AG/RS only with a TP group (sequence-parallel attention). */
 static void ep_forward(struct builder *b, int l, const struct layer_times *t)
 {
-    mp_time attn = (mp_time)(t->a * (double)t->f), rest = t->f - attn;
-    mp_time router = (mp_time)(t->router * (double)rest);
+    mp_time attn = mp_time_scale(t->f, t->a), rest = t->f - attn;
+    mp_time router = mp_time_scale(rest, t->router);
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
     compute(b, attn, true, -1);
     comm(b, COLL_REDUCE_SCATTER, t->tok_bytes, true);
@@ -179,8 +179,8 @@ static void ep_backward(struct builder *b, int l, const struct layer_times *t, b
 {
     int gl = split ? l : -1;
     if (t->rc > 0) compute(b, t->rc, true, -1);
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
+    mp_time attn_b = mp_time_scale(t->b, t->a), mlp_b = t->b - attn_b;
+    mp_time attn_w = mp_time_scale(t->w, t->a), mlp_w = t->w - attn_w;
     ep_seg(b, EPR_GRAD, l, false);
     ep_seg(b, with_w ? EPR_EXPERTS_BW : EPR_EXPERTS_B, l, true);
     ep_seg(b, EPR_GRAD, l, false);
@@ -203,7 +203,7 @@ static void megatron_forward(struct builder *b, int l, const struct layer_times 
         if (sp) comm(b, before, t->tok_bytes, true);
         compute(b, t->f, true, -1);
     } else {
-        mp_time attn = (mp_time)(t->a * (double)t->f);
+        mp_time attn = mp_time_scale(t->f, t->a);
         if (sp) comm(b, before, t->tok_bytes, true);
         compute(b, attn, true, -1);
         comm(b, after, t->tok_bytes, true);
@@ -235,8 +235,8 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     } else if (t->rc > 0) {
         compute(b, t->rc, true, -1);
     }
-    mp_time attn_b = (mp_time)(t->a * (double)t->b), mlp_b = t->b - attn_b;
-    mp_time attn_w = (mp_time)(t->a * (double)t->w), mlp_w = t->w - attn_w;
+    mp_time attn_b = mp_time_scale(t->b, t->a), mlp_b = t->b - attn_b;
+    mp_time attn_w = mp_time_scale(t->w, t->a), mlp_w = t->w - attn_w;
     if (sp) comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
     compute(b, mlp_b, true, -1);
     comm(b, dgrad_out, t->tok_bytes, true);
@@ -260,7 +260,7 @@ static void tsp_layer(struct builder *b, int l, int next, const struct layer_tim
         else comm(b, COLL_ALL_GATHER, t->w_bytes, true);
     }
     mp_time main = fwd ? t->f : dgrad ? t->b + t->rc : 0;
-    mp_time first = (mp_time)(0.5 * t->a * (double)main);
+    mp_time first = mp_time_scale(main, 0.5 * t->a);
     compute(b, first, true, -1);
     if (L->kind == LAYER_DECODER && (fwd || dgrad))
         comm(b, fwd ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER, t->kv_bytes, true);

@@ -44,9 +44,9 @@ enum tp_pass_kind { TPP_F, TPP_B, TPP_W, TPP_BW, TPP_W_LAST, TPP_BW_LAST, N_TP_P
 struct tp_seg {
     mp_time duration;     /* compute: its time; comm: the collective's fast time */
     double bytes;         /* comm: the collective's buffer (collective.h) */
-    int16_t wait;         /* compute: index in the pass of the comm segment it waits
+    int32_t wait;         /* compute: index in the pass of the comm segment it waits
                              for, -1 none; comm: unused */
-    int16_t grad_layer;   /* compute: after it the weight grads of this model layer
+    int32_t grad_layer;   /* compute: after it the weight grads of this model layer
                              are complete (last passes only), -1 none */
     uint8_t is_comm;
     uint8_t blocking;     /* comm: a later compute (or the pass's output) needs it */
@@ -55,7 +55,7 @@ struct tp_seg {
      * whose duration depends on the microbatch's routing, and its model
      * layer; the pipeline asks experts_time for it. EPR_NONE otherwise. */
     uint8_t ep_role;
-    int16_t ep_layer;
+    int32_t ep_layer;     /* int32: models have up to 10^5 layers, a pass as many segments */
 };
 
 struct tp_pass {

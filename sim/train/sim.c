@@ -94,9 +94,9 @@ static void price_transformer(struct sim *s)
         }
         /* Each term is at most MP_TIME_HUGE (chip_op_time saturates); so is
          * the sum, and check_horizon reports it before the engine runs. */
-        c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
-        c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
-        c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
+        c->t_f = mp_time_from_ps(f);
+        c->t_b = mp_time_from_ps(b);
+        c->t_w = mp_time_from_ps(w);
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -402,7 +402,7 @@ static void textbook_formula(struct sim *s)
                  needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
                               : "");
     r->has_formula = true;
-    r->formula_step = (mp_time)llround(step);
+    r->formula_step = mp_time_from_ps(step);
     r->formula_bubble = pred;
     r->formula_simulated = sim;
     r->formula_figure = figure;
@@ -583,12 +583,41 @@ static void zb_priced_shape(const struct sim *s, struct pipe_shape *shape)
     }
 }
 
+/* The inputs an op's duration came from, for the horizon message: the
+ * chip's catalogue figures and the model's shape for compute, the fabric
+ * and the bytes for communication, the [synthetic] times for a synthetic
+ * model. */
+static void op_inputs(const struct sim *s, const struct op *o, char *buf, size_t size)
+{
+    const struct config *cfg = &s->cfg;
+    char what[512];
+    if (o->kind == OP_COMPUTE && !s->has_model) {
+        char f[32], b[32], w[32];
+        units_format_duration(cfg->synthetic.forward, f, sizeof f);
+        units_format_duration(cfg->synthetic.backward_input, b, sizeof b);
+        units_format_duration(cfg->synthetic.backward_weight, w, sizeof w);
+        snprintf(buf, size, "synthetic.forward = %s, backward_input = %s, backward_weight = %s",
+                 f, b, w);
+    } else if (o->kind == OP_COMPUTE) {
+        chip_describe(&s->sys.chip, what, sizeof what);
+        snprintf(buf, size, "%s, model %s (hidden %d, %d layers), model.seq_len = %d, "
+                 "training.micro_batch = %d, parallel.tp = %d", what, s->model.name,
+                 s->model.hidden, s->model.decoders, cfg->model.seq_len,
+                 cfg->training.micro_batch, cfg->parallel.tp);
+    } else {
+        char bytes[32];
+        units_format_size(o->bytes, bytes, sizeof bytes);
+        system_describe(&s->sys, what, sizeof what);
+        snprintf(buf, size, "%s moving %s", what, bytes);
+    }
+}
+
 /* The engine adds op durations to its clock. Whenever an op is unfinished
  * and the graph not stuck, some op is running, so the makespan is at most
  * the sum of all durations: if that sum fits in int64 picoseconds, no time
- * the engine forms can wrap. Past it, the scenario asks for a step longer
- * than about 106 days, which is an input error (issue 8), named by its
- * longest op. */
+ * the engine forms can wrap. An op that saturated (common.h: past 2^62 ps),
+ * or a sum past int64, is an input error (issues 8, 16) naming the inputs
+ * behind the longest op. */
 static int check_horizon(const struct sim *s, struct mp_error *err)
 {
     mp_time sum = 0;
@@ -597,19 +626,28 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
     for (int i = 0; i < s->g.n_ops; i++) {
         mp_time d = s->g.ops[i].duration;
         if (longest < 0 || d > s->g.ops[longest].duration) longest = i;
-        if (d < 0 || d >= MP_TIME_HUGE || __builtin_add_overflow(sum, d, &sum)) over = true;
+        if (d < 0 || mp_time_saturated(d) || __builtin_add_overflow(sum, d, &sum)) over = true;
     }
     if (!over) return MP_OK;
     const struct op *o = &s->g.ops[longest];
-    char t[64];
+    char t[64], inputs[768];
     units_format_duration(o->duration, t, sizeof t);
+    op_inputs(s, o, inputs, sizeof inputs);
+    const char *file = s->cfg.path[0] ? s->cfg.path : "scenario";
+    if (mp_time_saturated(o->duration))
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%s: op %s on chip %d (stage %d) would take 2^62 ps (53 days) or more, "
+                       "past the longest duration mpsim counts; it comes from %s: expected %s",
+                       file, tg_tag_name(o->tag), o->chip, o->stage, inputs,
+                       o->kind != OP_COMPUTE ? "faster links (the system's bandwidths) or fewer "
+                       "bytes" : s->has_model ? "a faster chip, or a smaller model.seq_len or "
+                       "training.micro_batch" : "shorter [synthetic] times");
     return mp_fail(err, MP_ERR_INPUT,
-                   "%s%sthe step would last longer than int64 picoseconds can count (about "
-                   "106 days): its ops add up past 2^63 ps, the longest being op %s (%s) on chip %d, "
-                   "stage %d; expected smaller [synthetic] times, model.seq_len, "
-                   "training.global_batch or a faster chip and links",
-                   s->cfg.path, s->cfg.path[0] ? ": " : "", tg_tag_name(o->tag), t, o->chip,
-                   o->stage);
+                   "%s: the step would last longer than int64 picoseconds can count (about "
+                   "106 days): its %d ops add up past 2^63 ps, the longest being op %s (%s) on "
+                   "chip %d, stage %d, from %s; expected smaller [synthetic] times, "
+                   "model.seq_len, training.global_batch or a faster chip and links",
+                   file, s->g.n_ops, tg_tag_name(o->tag), t, o->chip, o->stage, inputs);
 }
 
 static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
