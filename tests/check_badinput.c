@@ -101,7 +101,7 @@ static const struct bad cases[] = {
     { F_SCEN, "[model]\nkind = synthetic\n[synthetic]\nforward = 900000s\n"
               "[parallel]\npp = 4\n[training]\nglobal_batch = 64\n", 0, 0, "int64", 0 },
     { F_SCEN, "[model]\nkind = transformer\nseq_len = 2000000000\nconfig = llama3-8b\n"
-              "[parallel]\npp = 4\n", 0, 0, "int64", 0 },
+              "[parallel]\npp = 4\n", 0, 0, "model.seq_len = 2000000000", 0 },
     { F_SCEN, "[model]\nconfig = \"\"\n", 0, 2, "model.config", 0 },
     { F_SCEN, "[run]\nseed = -1\n", 0, 2, "run.seed", 0 },
     { F_SCEN, "[training]\nrecompute = sometimes\n", 0, 2, "training.recompute", 0 },

@@ -281,6 +281,11 @@ static void handle(void *ctx, const struct eventq_event *ev)
     struct serve *s = ctx;
     int kind = (int)(ev->data & ((1 << EV_SHIFT) - 1)), id = (int)(ev->data >> EV_SHIFT);
     mp_time now = ev->time;
+    if (now > SERVE_CLOCK_MAX) {
+        s->clock_overflow = true;
+        eventq_stop(&s->q);
+        return;
+    }
     s->now = now;
     /* Counted as the walk-at-a-time loop counts (serve.h): the same figure
      * whichever loop runs. */
@@ -405,6 +410,32 @@ static void fold(struct serve *s)
 
 /* ---- the front door ----------------------------------------------------- */
 
+/* The longest walk any pass can take down the chain: every stage at a full
+ * token budget, every request at the full context, plus every hop; at most
+ * SERVE_WALK_MAX (serve_impl.h), or the inputs behind it are named. Stage
+ * and hop times grow with tokens, pairs and context, so this bounds them. */
+static int check_walk(const struct serve *s, struct mp_error *err)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    double mb = in->micro_batch, T = in->token_budget > mb ? in->token_budget : mb;
+    double ctx = in->context_len;
+    mp_time walk = 0;
+    for (int st = 0; st < s->stages; st++) {
+        walk = mp_time_add(walk, serve_sum_time(s, st, T, T * ctx, mb * ctx, mb, mb));
+        walk = mp_time_add(walk, serve_hop_time(s, st, (int)T));
+    }
+    if (walk <= SERVE_WALK_MAX) return MP_OK;
+    char chip[512], sys[512];
+    chip_describe(&s->pr.chip, chip, sizeof chip);
+    system_describe(&s->sys, sys, sizeof sys);
+    return mp_fail(err, MP_ERR_INPUT, "%s: one pass down the %d stages at inference.token_budget "
+                   "= %d tokens and inference.context_len = %d could take 2^60 ps (13 days) or "
+                   "more, past what mpsim counts; it comes from %s and %s: expected a faster "
+                   "chip or links, or a smaller token_budget or context_len",
+                   s->cfg.path[0] ? s->cfg.path : "scenario", s->stages, in->token_budget,
+                   in->context_len, chip, sys);
+}
+
 static int setup(struct serve *s, struct mp_error *err)
 {
     const struct config *c = &s->cfg;
@@ -426,6 +457,7 @@ static int setup(struct serve *s, struct mp_error *err)
     for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
     serve_price_layers(s);
     serve_build_hops(s);
+    if ((rc = check_walk(s, err))) return rc;
     s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
     struct serve_result *r = &s->res;
     r->stages = s->stages;
@@ -491,13 +523,23 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     if (!record && !events) serve_fast_init(s);
     if (s->fast) {
         serve_fast_run(s);
-        if (serve_fast_tied(s->fast)) return MP_OK; /* serve_run_recorded starts over */
+        if (!s->clock_overflow && serve_fast_tied(s->fast))
+            return MP_OK; /* serve_run_recorded starts over */
     } else {
         /* All arrivals go in up front: the heap holds them, and the loop
          * stays free of allocation. */
         for (int i = 0; i < s->n_req; i++) schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
         if (s->cfg.inference.horizon > 0) schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
         eventq_run(&s->q, handle, s);
+    }
+    if (s->clock_overflow) {
+        char chip[512];
+        chip_describe(&s->pr.chip, chip, sizeof chip);
+        return mp_fail(err, MP_ERR_INPUT, "%s: the serving run's simulated clock passed 2^61 ps "
+                       "(27 days) after %.0f s with %d of %d requests done, past what mpsim "
+                       "counts: expected fewer, shorter or more frequent requests (inference.requests, "
+                       "output_len, rate) or a faster %s", s->cfg.path[0] ? s->cfg.path
+                       : "scenario", mp_seconds(s->now), s->res.completed, s->n_req, chip);
     }
     fold(s);
     return MP_OK;

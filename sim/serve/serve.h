@@ -190,6 +190,7 @@ struct serve {
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
+    bool clock_overflow;       /* the clock passed SERVE_CLOCK_MAX: the run stopped */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

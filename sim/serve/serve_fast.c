@@ -695,6 +695,10 @@ void serve_fast_run(struct serve *s)
         if (!slot && next >= s->n_req) break;
         mp_time now = slot ? top->t : ta;
         if (H > 0 && now > H) break;
+        if (now > SERVE_CLOCK_MAX) {
+            s->clock_overflow = true;
+            return;
+        }
         s->now = now;
         f->events++;
         if (!slot) {

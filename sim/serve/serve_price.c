@@ -76,7 +76,7 @@ mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs,
                 bytes += (ctx + T) * x->kv_per_token; /* read the cache, write the new */
             }
         }
-        t += chip_op_time(chip, flops, bytes, bits);
+        t = mp_time_add(t, chip_op_time(chip, flops, bytes, bits));
     }
     return t;
 }
