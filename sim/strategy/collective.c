@@ -113,12 +113,16 @@ struct hier { int nodes, per; int *local; /* [nodes][per] */ };
 static bool hier_split(const struct system *sys, const int *chips, int n, struct hier *h)
 {
     int *node = mp_xmalloc((size_t)n * sizeof *node), *count = mp_xcalloc((size_t)n, sizeof *count);
-    int *ids = mp_xmalloc((size_t)n * sizeof *ids);
+    /* Node → its index in order of appearance, through a table over the
+     * system's nodes (a search of the nodes seen was O(n × nodes): a minute
+     * for a million chips). */
+    int *index = mp_xmalloc((size_t)sys->nodes * sizeof *index);
+    for (int k = 0; k < sys->nodes; k++) index[k] = -1;
     int nn = 0;
     for (int i = 0; i < n; i++) {
-        int nd = system_node_of(sys, chips[i]), k = 0;
-        while (k < nn && ids[k] != nd) k++;
-        if (k == nn) ids[nn++] = nd;
+        int nd = system_node_of(sys, chips[i]);
+        if (index[nd] < 0) index[nd] = nn++;
+        int k = index[nd];
         node[i] = k;
         count[k]++;
     }
@@ -134,7 +138,7 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
     }
     free(node);
     free(count);
-    free(ids);
+    free(index);
     return ok;
 }
 
@@ -157,6 +161,9 @@ static mp_time direct_time(const struct system *sys, const int *chips, int n, do
 {
     int links[MAX_ROUTE];
     int *first = mp_xmalloc((size_t)n * sizeof *first);
+    /* Messages per first link, counted in a table over the system's links
+     * (and reset after each sender), so a sender costs O(n), not O(n²). */
+    int *per_link = mp_xcalloc((size_t)sys->n_links + 1, sizeof *per_link);
     mp_time worst = 0;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
@@ -164,16 +171,18 @@ static mp_time direct_time(const struct system *sys, const int *chips, int n, do
             if (j == i) continue;
             int nl = system_route(sys, chips[i], chips[j], links, MAX_ROUTE);
             first[j] = nl > 0 ? links[0] : -1;
+            per_link[first[j] + 1]++; /* slot 0: no link (a chip with itself) */
         }
         for (int j = 0; j < n; j++) {
             if (j == i) continue;
-            int share = 0;
-            for (int k = 0; k < n; k++) share += k != i && first[k] == first[j];
-            mp_time t = pair_time(sys, chips[i], chips[j], piece * share);
+            mp_time t = pair_time(sys, chips[i], chips[j], piece * per_link[first[j] + 1]);
             if (t > worst) worst = t;
         }
+        for (int j = 0; j < n; j++)
+            if (j != i) per_link[first[j] + 1] = 0;
     }
     free(first);
+    free(per_link);
     return worst;
 }
 
@@ -270,6 +279,50 @@ mp_time collective_time(const struct system *sys, const struct coll_spec *c)
     return op_time(sys, c->op, c->algo, c->chips, c->n, c->bytes);
 }
 
+double collective_work(const struct system *sys, const struct coll_spec *c, enum fidelity fid,
+                       double *held)
+{
+    double n = c->n, none;
+    if (!held) held = &none;
+    *held = 0;
+    if (c->n <= 1 || c->bytes <= 0) return 0;
+    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, c->op, c->chips, c->n) : c->algo;
+    if (c->op == COLL_ALL_TO_ALL) algo = COLL_DIRECT;
+    double log_n = ceil_log2(c->n) + 1;
+    /* Pricing (fast): the routes the formulas look at. */
+    double priced = algo == COLL_DIRECT ? n * n : algo == COLL_HALVING_DOUBLING ? n * log_n
+                    : 2 * n;
+    *held = 1;
+    if (fid == FIDELITY_FAST) return priced;
+    /* Detailed: the transfers (a compact ring is one event per step). */
+    bool mesh = mesh_group(sys, c->chips, c->n);
+    double steps = c->op == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
+    double events;
+    struct hier h;
+    if (algo == COLL_HIERARCHICAL && c->op != COLL_BROADCAST && hier_split(sys, c->chips, c->n, &h)) {
+        /* Rings inside each node (reduce-scatter and all-gather), then the
+         * op across nodes on every rail. */
+        double per = h.per, nodes = h.nodes;
+        free(h.local);
+        double across = c->op == COLL_ALL_REDUCE ? 2 * (nodes - 1) : nodes - 1;
+        events = nodes * per * 2 * (per - 1) + per * nodes * across;
+        *held = c->compact ? 4 * n : events;
+        return priced + events;
+    }
+    switch (algo) {
+    case COLL_TREE: events = 1; break;
+    case COLL_DIRECT: events = (c->op == COLL_ALL_REDUCE ? 2 : 1) * n * n; break;
+    case COLL_HALVING_DOUBLING: events = (c->op == COLL_ALL_REDUCE ? 2 : 1) * n * log_n; break;
+    default:
+        events = mesh ? 1 : c->op == COLL_BROADCAST ? BCAST_CHUNKS * n : n * steps;
+        break;
+    }
+    bool ring = !mesh && algo != COLL_TREE && algo != COLL_DIRECT && algo != COLL_HALVING_DOUBLING &&
+                c->op != COLL_BROADCAST;
+    *held = ring && c->compact ? 2 * n : events;
+    return priced + events;
+}
+
 /* ---- detailed expansion ------------------------------------------------- */
 
 struct expand {
@@ -309,7 +362,7 @@ static void ring_expand(struct expand *x, const int *chips, int n, double bytes,
         int first = x->g->n_ops;
         for (int i = 0; i < n; i++) {
             int id = transfer(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1);
-            x->g->ops[id].kind = OP_RING;
+            if (!x->g->over) x->g->ops[id].kind = OP_RING;
         }
         tg_add_ring(x->g, first, n, steps);
         for (int i = 0; i < n; i++) done[i] = first + (i + n - 1) % n;

@@ -500,18 +500,21 @@ static int gen_zb_auto(const struct pipe_shape *shape, struct pipe_program *prog
 
 const struct schedule_kind sched_zb_h1 = {
     .name = "zb-h1",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble H1: 1F1B memory, W deferred into the cool-down",
     .generate = gen_zb_h1,
 };
 
 const struct schedule_kind sched_zb_h2 = {
     .name = "zb-h2",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble H2: extra warm-up forwards, ~zero bubble at ~2x 1F1B memory",
     .generate = gen_zb_h2,
 };
 
 const struct schedule_kind sched_zb_v = {
     .name = "zb-v",
+    .chunks = 2, .passes = 3,
     .summary = "zero bubble V: 2 chunks per device in a V, ~zero bubble at 1F1B memory",
     .check = check_zb_v,
     .generate = gen_zb_v,
@@ -519,6 +522,7 @@ const struct schedule_kind sched_zb_v = {
 
 const struct schedule_kind sched_zb_auto = {
     .name = "zb-auto",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble, greedy search under training.memory_limit (default pp x M_B)",
     .check = check_zb_auto,
     .generate = gen_zb_auto,

@@ -35,6 +35,14 @@ const struct schedule_kind *schedule_find(const char *name)
     return NULL;
 }
 
+double schedule_ops_estimate(const char *name, const struct pipe_shape *shape)
+{
+    const struct schedule_kind *k = schedule_find(name);
+    double chunks = !k ? 2 : k->chunks > 0 ? k->chunks : shape->chunks > 0 ? shape->chunks : 1;
+    double passes = k && k->passes > 0 ? k->passes : 3;
+    return (double)shape->devices * chunks * shape->microbatches * passes;
+}
+
 const char *schedule_names(void)
 {
     /* Built on first use: the table is constant, so the text never changes. */

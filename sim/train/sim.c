@@ -14,6 +14,8 @@
 #include "sim/strategy/collective.h"
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/tensor.h"
+#include "estimate.h"
+#include "sim/io/budget.h"
 #include "sim/io/units.h"
 
 /* The optimizer step streams weights, grads, master and moments in (18 B)
@@ -650,6 +652,37 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
                    file, s->g.n_ops, tg_tag_name(o->tag), t, o->chip, o->stage, inputs);
 }
 
+/* Issue 16: the graph keeps at most as many ops as the work budget's memory
+ * leaves after the system's chips (sim/io/budget.h); past that the builder
+ * only counts (taskgraph.h), and check_work reports the count. */
+static int op_cap(const struct sim *s, const struct sim_options *opts)
+{
+    if (opts->force) return 0; /* only int32's own limit */
+    double budget = opts->budget_bytes > 0 ? opts->budget_bytes : WORK_BUDGET_BYTES;
+    double events = (budget - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP) / WORK_BYTES_PER_EVENT;
+    return events < 1 ? 1 : events > INT32_MAX ? 0 : (int)events;
+}
+
+/* Past the work budget (or the per-run one of opts->budget_bytes)? `events`
+ * is the estimate before the schedule is built, or the graph's exact count. */
+static int check_work(const struct sim *s, const struct sim_options *opts, double events,
+                      double chips, struct mp_error *err)
+{
+    char what[CONFIG_STR + 96];
+    snprintf(what, sizeof what, "%s: the step (%d microbatches, pp %d, schedule %s)",
+             s->cfg.path[0] ? s->cfg.path : "scenario", config_microbatches(&s->cfg),
+             s->cfg.parallel.pp, s->cfg.training.schedule);
+    if (events > INT32_MAX && s->g.over)
+        return mp_fail(err, MP_ERR_INPUT, "%s needs %.0f ops, more than the 2^31 an op index "
+                       "counts: expected fewer microbatches (training.global_batch) or stages",
+                       what, events);
+    struct work_estimate w = { .events = events, .chips = chips };
+    if (!opts->force && opts->budget_bytes > 0 && work_bytes(&w) > opts->budget_bytes)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %.0f events, past this run's budget of %.0f "
+                       "bytes", what, events, opts->budget_bytes);
+    return work_check(&w, what, "lower training.global_batch", opts->force, err);
+}
+
 static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
 {
     if (rc == MP_ERR_INFEASIBLE) {
@@ -695,6 +728,10 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     if ((rc = load_inputs(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
+    /* The work, estimated before the schedule and the graph are built. */
+    if ((rc = check_work(s, opts, sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
+                         s->sys.n_chips, err)))
+        return rc;
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
@@ -742,6 +779,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 
     tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
     s->has_graph = true;
+    s->g.max_ops = op_cap(s, opts);
     struct pipeline_plan plan = {
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
@@ -749,6 +787,9 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);
     build_graph(s, &plan);
+    if (s->g.over &&
+        (rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err)))
+        return rc;
     tg_finalize(&s->g);
     if ((rc = check_horizon(s, err))) return rc;
 

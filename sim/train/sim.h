@@ -98,6 +98,11 @@ struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
+    /* Issue 16: past the work budget (sim/io/budget.h) sim_run stops with
+     * MP_ERR_INPUT and the estimate before the engine allocates, unless
+     * `force`; `budget_bytes` > 0 sets a smaller budget (the value fuzzer). */
+    bool force;
+    double budget_bytes;
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
