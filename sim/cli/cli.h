@@ -5,6 +5,7 @@
 #ifndef MPSIM_CLI_H
 #define MPSIM_CLI_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "sim/common.h"
@@ -21,7 +22,8 @@ int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by m
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
 /* `timeline` and `trace` may be NULL (not asked for). */
-int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace);
+int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
+              bool force);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);

@@ -16,14 +16,23 @@ static const char run_usage_text[] =
     "  --trace OUT.json         Chrome trace: open it in https://ui.perfetto.dev\n"
     "  --validate               check the generated schedule's rules before running\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
+    "  --force                  run past the work budget (below)\n"
     "\n"
-    "Outputs are written to a temporary file and renamed when complete.\n"
+    "Outputs are written to a temporary file and renamed when complete (a device or\n"
+    "FIFO is written directly); two outputs may not name one file. Interrupted\n"
+    "(SIGINT, SIGTERM), mpsim removes what it had half written and exits 130 / 143.\n"
+    "\n"
+    "Limits: one duration at most 10^6 s and one size 2^60 bytes in a scenario;\n"
+    "tp x pp x dp at most 2^24 chips; pp x vpp x microbatches at most 2^23 stage\n"
+    "passes. The work budget: a step estimated past 4 GiB (about 27 million events,\n"
+    "half a minute; 160 bytes and 1 us an event) stops before it is built, with the\n"
+    "estimate, unless --force; a serving run past 4 GiB or an hour likewise.\n"
     "Scenario keys (`mpsim list keys` prints the same with current defaults):\n";
 
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false;
+    bool json = false, validate = false, force = false;
     double tokens = 0;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
@@ -37,6 +46,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--force")) {
+            force = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
                    !strcmp(a, "--tokens")) {
             if (i + 1 >= argc) return cli_usage_error("%s needs a value", a);
@@ -59,11 +70,11 @@ int cli_run(int argc, char **argv)
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
     /* An [inference] section (or any inference.* key) asks for serving. */
-    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace);
+    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace, force);
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
-                                .token_budget = tokens };
+                                .token_budget = tokens, .force = force };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked for. */

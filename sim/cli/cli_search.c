@@ -29,7 +29,11 @@ static const char search_usage_text[] =
     "  --tokens N           token budget for cost figures (default 1T)\n"
     "  --out OUT.csv        also write every simulated layout as a CSV row, in\n"
     "                       enumeration order, as `mpsim sweep` does (for `mpsim plot`)\n"
-    "  --quiet              no progress on stderr\n";
+    "  --quiet              no progress on stderr\n"
+    "  --force              simulate layouts past the work budget (mpsim run --help)\n"
+    "\n"
+    "Limits: --chips at most 16777216 (2^24, as tp x pp x dp), --top, --jobs,\n"
+    "--max-micro-batch and --max-vpp at most 10^7.\n";
 
 int cli_search(int argc, char **argv)
 {
@@ -45,11 +49,17 @@ int cli_search(int argc, char **argv)
             return MP_OK;
         } else if (!strcmp(a, "--quiet")) {
             opt.progress = NULL;
+        } else if (!strcmp(a, "--force")) {
+            opt.force = true;
         } else if (!strcmp(a, "--chips") || !strcmp(a, "--top") || !strcmp(a, "--jobs") ||
                    !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp")) {
             if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
-            if (units_parse_int(argv[++i], 1, 10000000, &n))
-                return cli_usage_error("search: expected a whole number ≥ 1, got '%s'", argv[i]);
+            long long max = !strcmp(a, "--chips") ? CONFIG_CHIPS_MAX : 10000000;
+            if (units_parse_int(argv[++i], 1, max, &n)) {
+                fprintf(stderr, "mpsim: search: %s: expected a whole number from 1 to %lld, "
+                        "got '%.60s'\n", a, max, argv[i]);
+                return MP_ERR_INPUT;
+            }
             if (!strcmp(a, "--chips")) opt.chips = (int)n;
             else if (!strcmp(a, "--top")) top = (int)n;
             else if (!strcmp(a, "--jobs")) opt.jobs = (int)n;

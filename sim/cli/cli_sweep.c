@@ -45,11 +45,19 @@ static const char sweep_usage_text[] =
     "                     usd_per_mtok,step_time_s); tokens_per_s and mfu are better\n"
     "                     higher, every other column lower\n"
     "  --quiet            no progress on stderr (the closing summary stays)\n"
+    "  --force            run past the work budget (below)\n"
     "\n"
     "Progress goes to stderr: a bar when it is a terminal, else a line per 10%.\n"
     "Built with `make MPI=1`, `mpirun -n K mpsim sweep ...` deals the points over K\n"
     "ranks (--jobs threads each, default the node's cores / its ranks); rank 0 writes\n"
     "the same file as one process would (docs/sweeps.md).\n"
+    "Limits: at most 10^8 points and 32 --vary keys, 10^6 values per range. The work\n"
+    "is estimated first from up to 32 points spread over the grid (2 ms a point\n"
+    "plus 1 us an event, on --jobs threads); past an hour, or 4 GiB held at once,\n"
+    "the sweep stops before any point runs and says so, unless --force. A point\n"
+    "past its own budget is a row with the reason.\n"
+    "Interrupted (SIGINT, SIGTERM) or killed, a sweep keeps OUT.csv.partial for\n"
+    "--resume (exit 130 / 143).\n"
     "exit status: 0 done (infeasible points are rows, not failures); 2 bad input,\n"
     "before any point runs.\n";
 
@@ -95,6 +103,8 @@ static int sweep_main(int argc, char **argv, int rank)
             opt.resume = true;
         } else if (!strcmp(a, "--quiet")) {
             quiet = true;
+        } else if (!strcmp(a, "--force")) {
+            opt.force = true;
         } else if (takes_value(a)) {
             if (i + 1 >= argc) return cli_usage_error("sweep: %s needs a value", a);
             const char *v = argv[++i];

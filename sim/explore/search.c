@@ -318,7 +318,7 @@ static void *search_worker(void *arg)
 {
     struct pool *p = arg;
     struct sim *s = mp_xcalloc(1, sizeof *s);
-    struct sim_options so = { .token_budget = p->opt->token_budget };
+    struct sim_options so = { .token_budget = p->opt->token_budget, .force = p->opt->force };
     for (;;) {
         /* One group at a time, so the skip below needs no lock. */
         pthread_mutex_lock(&p->mu);

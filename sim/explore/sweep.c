@@ -34,7 +34,9 @@
 #include "sim/serve/serve.h"
 #include "sim/train/sim.h"
 #include "sweep_mpi.h"
+#include "sim/io/budget.h"
 #include "sim/io/units.h"
+#include "sim/train/estimate.h"
 
 #define SLOTS_PER_JOB 64
 
@@ -209,12 +211,14 @@ char *sweep_row_tail(const struct sim *s, int rc, const struct mp_error *err, in
  * has figures: serve_run's infeasible answers (the model does not fit, a
  * request could never be admitted) come before any request is served. */
 static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
-                          const struct mp_error *err, const char *best, double *metric)
+                          const struct mp_error *err, const char *best, bool force,
+                          double *metric)
 {
     struct serve *sv = mp_xmalloc(sizeof *sv);
     struct mp_error e2 = { 0 };
     if (!rc) {
-        rc = serve_run(sv, cfg, &e2);
+        struct serve_options so = { .force = force };
+        rc = serve_run_opts(sv, cfg, &so, &e2);
     } else {
         memset(sv, 0, sizeof *sv);
         e2 = *err;
@@ -267,16 +271,65 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     int rc = sweep_grid_config(g, base, index, &cfg, &err);
     out->metric = NAN;
     if (serving) {
-        sb_serve_tail(&b, &cfg, rc, &err, best, &out->metric);
+        sb_serve_tail(&b, &cfg, rc, &err, best, opt->force, &out->metric);
         out->row = b.p;
         return;
     }
-    struct sim_options so = { .token_budget = opt->token_budget };
+    struct sim_options so = { .token_budget = opt->token_budget, .force = opt->force };
     if (!rc) rc = sim_run(s, &cfg, &so, &err);
     sb_tail(&b, s, rc, &err, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp);
     if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;
+}
+
+/* ---- the work ------------------------------------------------------------ */
+
+/* Events of one point: a training step's estimate (estimate.h, with its
+ * model, loaded once per file), or a serving run's walks (two events per
+ * microbatch pass of a prefill or a decode step, serve.h). */
+static double point_events(const struct config *cfg, bool serving, char *model_path,
+                           struct model *m, bool *have_model)
+{
+    if (serving) {
+        const struct config_inference *in = &cfg->inference;
+        return in->requests * (1 + 2.0 * (in->output_len + 1) / in->micro_batch);
+    }
+    if (cfg->model.kind != MODEL_TRANSFORMER) return sim_events_estimate(cfg, NULL, NULL);
+    char path[1024];
+    if (config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, NULL))
+        return 0; /* the point fails at once */
+    if (!*have_model || strcmp(path, model_path) != 0) {
+        if (*have_model) model_release(m);
+        *have_model = model_load(m, path, NULL) == MP_OK;
+        snprintf(model_path, 1024, "%s", path);
+    }
+    return *have_model ? sim_events_estimate(cfg, m, NULL) : 0;
+}
+
+void sweep_estimate(const struct sweep_grid *g, const struct config *base, int jobs,
+                    struct work_estimate *w)
+{
+    memset(w, 0, sizeof *w);
+    w->points = (double)g->n_points;
+    w->jobs = jobs;
+    bool serving = sweep_grid_serving(g, base), have_model = false;
+    char model_path[1024] = "";
+    struct model m;
+    long long k_max = g->n_points < SWEEP_ESTIMATE_SAMPLES ? g->n_points : SWEEP_ESTIMATE_SAMPLES;
+    double sum = 0;
+    for (long long k = 0; k < k_max; k++) {
+        long long i = k_max > 1 ? k * (g->n_points - 1) / (k_max - 1) : 0;
+        struct config cfg;
+        if (sweep_grid_config(g, base, i, &cfg, NULL) || config_check(&cfg, NULL)) continue;
+        double e = point_events(&cfg, serving, model_path, &m, &have_model);
+        double chips = (double)cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp;
+        sum += e;
+        if (e > w->events) w->events = e;
+        if (chips > w->chips) w->chips = chips;
+    }
+    if (have_model) model_release(&m);
+    w->total_events = k_max > 0 ? sum / k_max * (double)g->n_points : 0;
 }
 
 /* ---- resuming ------------------------------------------------------------ */
@@ -629,6 +682,16 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
 
     bool serving = sweep_grid_serving(g, base);
     const char *columns = sweep_columns(serving);
+    int jobs = opt->jobs;
+    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN) / sweep_mpi_local_size();
+    if (jobs < 1) jobs = 1;
+    /* The whole grid's work, before any file is touched. */
+    struct work_estimate work;
+    sweep_estimate(g, base, jobs * ranks, &work);
+    char what[96];
+    snprintf(what, sizeof what, "sweep of %lld points", g->n_points);
+    int budget_rc = work_check(&work, what, "fewer --vary values", opt->force, err);
+    if (budget_rc) return budget_rc;
     const char *metric = opt->best_metric ? opt->best_metric : "tokens_per_s";
     struct best best = { .metric = metric, .sense = sweep_metric_sense(metric), .value = NAN };
     struct held held = { 0 };
@@ -654,9 +717,6 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     struct runner r = { .g = g, .base = base, .opt = opt, .best_metric = metric,
                         .serving = serving, .first = start + me, .stride = ranks };
     r.total = r.first < g->n_points ? (g->n_points - r.first + ranks - 1) / ranks : 0;
-    int jobs = opt->jobs;
-    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN) / sweep_mpi_local_size();
-    if (jobs < 1) jobs = 1;
     if (jobs > r.total) jobs = (int)r.total;
     if (!runner_start(&r, jobs))
         rc = mp_fail(err, MP_ERR_INTERNAL, "sweep: cannot start a worker thread");

@@ -26,6 +26,10 @@ enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
 
 /* Parallel degrees are capped so products of them stay far inside int. */
 #define CONFIG_DEGREE_MAX 1e6
+/* The most chips one layout may use (tp × pp × dp) and stage passes one
+ * step may have (pp × vpp × microbatches), config_check.c (issue 8). */
+#define CONFIG_CHIPS_MAX 16777216
+#define CONFIG_STAGE_PASSES_MAX 8388608
 
 /* A memory amount written either as a plain number, counting one
  * microbatch's stashed activations (M_B), or as a size with a unit (bytes):

@@ -7,6 +7,8 @@
  * request times into metrics (quantiles with gsl_sort + gsl_stats). */
 #include "serve_impl.h"
 
+#include "sim/io/budget.h"
+
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -436,6 +438,34 @@ static int check_walk(const struct serve *s, struct mp_error *err)
                    in->context_len, chip, sys);
 }
 
+/* The work of serving `n` requests of about `prompt` and `output` tokens
+ * (issue 16): a walk per microbatch pass (a prefill chunk or a decode step
+ * of micro_batch requests), two events each in the walk-at-a-time loop and
+ * a pass record per stage when a timeline is kept; the requests themselves
+ * are held. Checked before the requests are drawn, or once a trace is read. */
+static int check_work(const struct serve *s, double n, double prompt, double output,
+                      struct mp_error *err)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    double chunks = in->chunked_prefill ? ceil(prompt / in->token_budget) : 1;
+    double walks = n * (output + (chunks < 1 ? 1 : chunks)) / in->micro_batch;
+    struct work_estimate w = { .events = n + 2 * walks, .held = n };
+    if (s->rec) w.held += 2 * walks * s->stages;
+    char what[CONFIG_STR + 128];
+    snprintf(what, sizeof what, "%s: serving %.0f requests of about %.0f + %.0f tokens (%.3g "
+             "passes of %d)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output,
+             walks, in->micro_batch);
+    return work_check(&w, what, "lower inference.requests", s->force, err);
+}
+
+/* A length's mean under its distribution (serve_workload.c draws them). */
+static double mean_len(int dist, int len, int min, int max, double sigma)
+{
+    double v = dist == DIST_UNIFORM ? (min + (double)max) / 2
+               : dist == DIST_LOGNORMAL ? len * exp(sigma * sigma / 2) : len;
+    return v > max ? max : v < min ? min : v;
+}
+
 static int setup(struct serve *s, struct mp_error *err)
 {
     const struct config *c = &s->cfg;
@@ -471,8 +501,23 @@ static int setup(struct serve *s, struct mp_error *err)
             .weights = pl->stage[st].weights,
             .free_bytes = pl->p.chip_mem - pl->stage[st].weights,
         };
-    rc = c->inference.arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err) : serve_poisson_requests(s);
+    const struct config_inference *in = &c->inference;
+    int ctx = in->context_len;
+    if (in->arrivals != ARRIVALS_TRACE &&
+        (rc = check_work(s, in->requests,
+                         mean_len(in->prompt_dist, in->prompt_len, in->prompt_min,
+                                  serve_dist_max(in->prompt_max, ctx - 1), in->prompt_sigma),
+                         mean_len(in->output_dist, in->output_len, in->output_min,
+                                  serve_dist_max(in->output_max, ctx - 1), in->output_sigma),
+                         err)))
+        return rc;
+    rc = in->arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err) : serve_poisson_requests(s);
     if (rc) return rc;
+    if (in->arrivals == ARRIVALS_TRACE) {
+        double prompt = 0, output = 0;
+        for (int i = 0; i < s->n_req; i++) prompt += s->req[i].prompt, output += s->req[i].output;
+        if ((rc = check_work(s, s->n_req, prompt / s->n_req, output / s->n_req, err))) return rc;
+    }
     r->requests = s->n_req;
     /* A request that cannot fit even alone would wait for ever. */
     for (int i = 0; i < s->n_req; i++)
@@ -495,10 +540,11 @@ int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
 
 /* One run; `events` forces one event per stage pass and hop. */
 static int run_mode(struct serve *s, const struct config *cfg, bool record, bool events,
-                    struct mp_error *err)
+                    bool force, struct mp_error *err)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    s->force = force;
     if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);
@@ -548,11 +594,19 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
 int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
                        struct mp_error *err)
 {
+    struct serve_options o = { .record = record };
+    return serve_run_opts(s, cfg, &o, err);
+}
+
+int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve_options *o,
+                   struct mp_error *err)
+{
     double t0 = mp_wall_seconds();
-    int rc = run_mode(s, cfg, record, false, err);
+    bool record = o->record;
+    int rc = run_mode(s, cfg, record, false, o->force, err);
     if (!rc && s->fast && serve_fast_tied(s->fast)) {
         serve_release(s);
-        rc = run_mode(s, cfg, record, true, err);
+        rc = run_mode(s, cfg, record, true, o->force, err);
     }
     if (!rc) s->res.sim_wall_s = mp_wall_seconds() - t0;
     return rc;
