@@ -50,6 +50,21 @@ void cli_print_keys(FILE *f)
     }
 }
 
+int cli_check_outputs(const char *const *paths, const char *const *flags, int n,
+                      const char *input)
+{
+    struct mp_error err = { 0 };
+    if (outfile_distinct(paths, flags, n, &err)) return cli_fail(&err);
+    for (int i = 0; input && i < n; i++)
+        if (paths[i] && strcmp(paths[i], "-") && outfile_same(paths[i], input)) {
+            mp_fail(&err, MP_ERR_INPUT, "%s %.300s names the input %.300s: expected an output "
+                    "file of its own (it would replace what it was made from)", flags[i],
+                    paths[i], input);
+            return cli_fail(&err);
+        }
+    return MP_OK;
+}
+
 int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),
                      const struct sim *s, struct mp_error *err)
 {

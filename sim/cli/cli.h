@@ -42,6 +42,13 @@ int cli_load_scenario(struct config *cfg, const char *path, int argc, char **arg
 /* Print every scenario key with its default and one-line doc. */
 void cli_print_keys(FILE *f);
 
+/* Refuse outputs that name one file, or the input they were made from
+ * (NULL entries are skipped): `paths` are the outputs, `flags` their
+ * options ("--timeline"), `input` the file read (NULL: none). Prints the
+ * message and returns MP_ERR_INPUT, or returns MP_OK. */
+int cli_check_outputs(const char *const *paths, const char *const *flags, int n,
+                      const char *input);
+
 /* Write one report through a temporary file renamed into place. */
 int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),
                      const struct sim *s, struct mp_error *err);

@@ -66,6 +66,8 @@ int cli_run(int argc, char **argv)
         }
     }
     if (!scenario) return cli_usage_error("%s", "run: which scenario? usage: mpsim run SCENARIO.ini");
+    const char *outs[] = { timeline, trace }, *flags[] = { "--timeline", "--trace" };
+    if (cli_check_outputs(outs, flags, 2, scenario)) return MP_ERR_INPUT;
 
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);

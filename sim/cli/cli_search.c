@@ -87,6 +87,8 @@ int cli_search(int argc, char **argv)
         return cli_usage_error("%s", "search: which scenario? usage: mpsim search SCENARIO.ini "
                                      "--chips N");
     if (!opt.chips) return cli_usage_error("%s", "search: --chips N is required");
+    const char *outs[] = { opt.out }, *flags[] = { "--out" };
+    if (cli_check_outputs(outs, flags, 1, scenario)) return MP_ERR_INPUT;
     struct config base;
     if (cli_load_scenario(&base, scenario, argc, argv, &err)) return cli_fail(&err);
     struct search_result res;

@@ -138,6 +138,8 @@ static int sweep_main(int argc, char **argv, int rank)
         return cli_usage_error("%s", "sweep: which scenario? usage: mpsim sweep SCENARIO.ini "
                                      "--vary key=v1,v2 --out OUT.csv");
     if (!opt.out) return cli_usage_error("%s", "sweep: --out OUT.csv is required");
+    const char *outs[] = { opt.out }, *flags[] = { "--out" };
+    if (cli_check_outputs(outs, flags, 1, scenario)) return MP_ERR_INPUT;
 
     struct config base;
     if (cli_load_scenario(&base, scenario, argc, argv, &err)) return cli_fail(&err);

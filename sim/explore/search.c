@@ -14,6 +14,7 @@
 
 #include "sim/train/cost.h"
 #include "models/model.h"
+#include "sim/io/outfile.h"
 #include "sim/strategy/schedule.h"
 #include "sim/train/sim.h"
 #include "sweep.h"
@@ -308,10 +309,7 @@ static int write_rows(FILE *f, const char *partial, const char *path, char **row
         return mp_fail(err, MP_ERR_INTERNAL, "--out %s: write failed: %s", partial,
                        strerror(e));
     }
-    if (rename(partial, path) != 0)
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, path,
-                       strerror(errno));
-    return MP_OK;
+    return outfile_install(partial, path, err); /* a device or FIFO is written, not replaced */
 }
 
 static void *search_worker(void *arg)
@@ -400,12 +398,14 @@ int search_run(const struct config *base, const struct search_options *opt,
     struct chip_catalog cat;
     struct system sys;
     FILE *out = NULL;
+    int slot = -1; /* the partial file, removed if a signal stops the search */
     if (opt->out) {
         if (snprintf(partial, sizeof partial, "%s.partial", opt->out) >= (int)sizeof partial)
             return mp_fail(err, MP_ERR_INPUT, "--out %s: path too long", opt->out);
         if (!(out = fopen(partial, "w")))
             return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out,
                            partial, strerror(errno));
+        slot = outfile_register(partial, false);
     }
     int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
     if (!rc) rc = model_load(&m, path, err);
@@ -454,6 +454,7 @@ int search_run(const struct config *base, const struct search_options *opt,
 
     if (opt->out) {
         rc = write_rows(out, partial, opt->out, p.row, p.hit, cands.n, err);
+        outfile_forget(slot);
         for (int i = 0; i < cands.n; i++) free(p.row[i]);
         free(p.row);
         if (rc) {
@@ -482,6 +483,7 @@ fail_out:
     if (out) {
         fclose(out);
         remove(partial);
+        outfile_forget(slot);
     }
     return rc;
 }

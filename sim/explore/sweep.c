@@ -35,6 +35,7 @@
 #include "sim/train/sim.h"
 #include "sweep_mpi.h"
 #include "sim/io/budget.h"
+#include "sim/io/outfile.h"
 #include "sim/io/units.h"
 #include "sim/train/estimate.h"
 
@@ -698,9 +699,11 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     FILE *f = NULL;
     int rc = MP_OK;
     long long start = g->n_points;
+    int keep_slot = -1; /* OUT.partial: kept, and named, if a signal stops the sweep */
     if (me == 0) {
         rc = open_rows(g, opt, partial, columns, serving, &best, &held, &f, err);
         if (f) start = held.rows;
+        if (f) keep_slot = outfile_register(partial, true);
     }
     /* Only rank 0 reads and writes files; the others learn from it where
      * to start, or that it failed before any point ran. */
@@ -766,9 +769,8 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) e = errno;
     if (fclose(f) != 0 && !e) e = errno;
     if (!rc && e) rc = write_fail(err, partial, e);
-    if (!rc && rename(partial, opt->out) != 0)
-        rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, opt->out,
-                     strerror(errno));
+    if (!rc) rc = outfile_install(partial, opt->out, err);
+    outfile_forget(keep_slot);
     stats->wall_s = mp_wall_seconds() - t0;
     return rc;
 }
