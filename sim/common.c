@@ -170,3 +170,38 @@ mp_time mp_time_scale(mp_time a, double share)
     if (!(v < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
     return (mp_time)v;
 }
+
+void mp_quote(const char *s, size_t n, size_t max, char *out, size_t size)
+{
+    size_t o = 0, i = 0;
+    if (size == 0) return;
+    while (i < n && i < max) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8] = "";
+        size_t take = 1;
+        if (c == '\n') strcpy(esc, "\\n");
+        else if (c == '\r') strcpy(esc, "\\r");
+        else if (c == '\t') strcpy(esc, "\\t");
+        else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof esc, "\\x%02x", c);
+        else if (c >= 0x80) {
+            size_t ok = mp_utf8_valid_prefix(s + i, n - i > 4 ? 4 : n - i);
+            size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+            if (len == 0 || ok < len) snprintf(esc, sizeof esc, "\\x%02x", c);
+            else if (len == 3 && !memcmp(s + i, "\xef\xbb\xbf", 3)) strcpy(esc, "\\uFEFF"), take = 3;
+            else take = len;
+        }
+        if (esc[0]) {
+            size_t l = strlen(esc);
+            if (o + l + 1 > size) break;
+            memcpy(out + o, esc, l);
+            o += l;
+        } else {
+            if (o + take + 1 > size) break;
+            memcpy(out + o, s + i, take);
+            o += take;
+        }
+        i += take;
+    }
+    if (i < n && o + 4 <= size) memcpy(out + o, "...", 3), o += 3;
+    out[o] = '\0';
+}

@@ -103,6 +103,12 @@ char *mp_xstrdup(const char *s);
  * trace outputs, which must be UTF-8, into invalid files. */
 size_t mp_utf8_valid_prefix(const char *s, size_t n);
 
+/* s[0..n) made fit for a one-line message (issue 16): control characters
+ * as \n, \r, \t or \xHH, bytes that are not UTF-8 as \xHH, the invisible
+ * U+FEFF (a byte-order mark) as \uFEFF; after `max` bytes of text, "...".
+ * Always NUL-terminates `out` (size ≥ 1). */
+void mp_quote(const char *s, size_t n, size_t max, char *out, size_t size);
+
 /* Edit distance between two names, ignoring case ("PP" still finds "pp"),
  * for did-you-mean suggestions; SIZE_MAX for names over 63 characters. */
 size_t mp_edit_distance(const char *a, const char *b);

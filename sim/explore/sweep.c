@@ -35,6 +35,7 @@
 #include "sim/train/sim.h"
 #include "sweep_mpi.h"
 #include "sim/io/budget.h"
+#include "sim/io/csv_reader.h"
 #include "sim/io/outfile.h"
 #include "sim/io/units.h"
 #include "sim/train/estimate.h"
@@ -354,33 +355,32 @@ static void best_offer(struct best *b, double v, long long index)
 /* What a sweep file already holds: its complete rows, checked against the
  * grid, and the byte offset just past the last of them. */
 struct held {
+    bool header;      /* the file has this sweep's whole header row */
     long long rows;
     long long feasible;
-    off_t keep;
+    off_t keep;       /* bytes of the header and the whole rows */
 };
 
-/* Read `path` (OUT.partial or OUT): the header must be this sweep's, and
- * row i's varied values must be point i's. A last line without its newline
- * was torn by a kill and is not counted. */
+/* Read `path` (OUT.partial or OUT) through the one CSV reader
+ * (sim/io/csv_reader.h): the header must be this sweep's, and row i's varied
+ * values must be point i's, with `feasible` true or false. A last row torn
+ * by a kill or a crash (no line break, a NUL from a block the disk never
+ * wrote, a quote never closed) is not counted and will be run again; the
+ * same damage before the last line is an error naming it. An empty file, or
+ * one whose header is torn, holds nothing (h->header false): the sweep
+ * starts over. */
 static int held_read(const char *path, const char *header, const char *columns,
                      const struct sweep_grid *g, struct best *best, struct held *h,
                      struct mp_error *err)
 {
     memset(h, 0, sizeof *h);
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "--resume: cannot open %s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got = getline(&line, &cap, f);
-    int rc = MP_OK;
-    if (got < 0 || strcmp(line, header) != 0) {
-        rc = mp_fail(err, MP_ERR_INPUT,
-                     "--resume: %s was written by a different sweep (its header is not "
-                     "this one's: the --vary keys differ); run without --resume to start over",
-                     path);
-        goto out;
-    }
-    h->keep = (off_t)got;
+    struct csv_reader r;
+    struct mp_error e2;
+    int rc = csv_reader_open(&r, path, NULL, &e2);
+    if (rc) return mp_fail(err, rc, "--resume: %s", e2.msg);
+    char **want;
+    int n_want;
+    if (csv_split_line(header, strlen(header) - 1, &want, &n_want) != 0) abort(); /* ours */
     int ncols = g->n_axes + 1;
     for (const char *c = columns; *c; c++) ncols += *c == ',';
     ncols += 2;
@@ -395,43 +395,64 @@ static int held_read(const char *path, const char *header, const char *columns,
         }
     }
     int which[SWEEP_MAX_AXES];
-    while ((got = getline(&line, &cap, f)) > 0) {
-        if (line[got - 1] != '\n') break; /* torn by a kill */
+    struct csv_row row;
+    int got;
+    while (!rc && (got = csv_reader_next(&r, &row, &e2)) > 0) {
+        if (!row.ended) break; /* torn by a kill */
+        if (!h->header) {
+            bool same = row.n == n_want;
+            for (int i = 0; same && i < n_want; i++) same = !strcmp(row.cell[i], want[i]);
+            if (!same)
+                rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s was written by a different sweep "
+                             "(its header is not this one's: the --vary keys differ); run "
+                             "without --resume to start over", path);
+            h->header = true;
+            h->keep = row.end;
+            continue;
+        }
         if (h->rows >= g->n_points) {
             rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s has more rows than the grid's %lld "
                          "points", path, g->n_points);
-            goto out;
+            break;
         }
-        char **field;
-        int nf;
-        if (sweep_csv_split(line, (size_t)got - 1, &field, &nf) || nf != ncols) {
-            if (nf >= 0 && field) sweep_values_free(field, nf);
-            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%lld: expected %d cells", path,
-                         h->rows + 2, ncols);
-            goto out;
+        if (row.n != ncols) {
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld: expected %d cells as in the "
+                         "header, got %d; run without --resume to start over", path, row.line,
+                         ncols, row.n);
+            break;
         }
         sweep_grid_point(g, h->rows, which);
         for (int a = 0; a < g->n_axes && !rc; a++)
-            if (strcmp(field[a], g->axis[a].values[which[a]]) != 0)
+            if (strcmp(row.cell[a], g->axis[a].values[which[a]]) != 0) {
+                char q[128];
+                mp_quote(row.cell[a], strlen(row.cell[a]), 60, q, sizeof q);
                 rc = mp_fail(err, MP_ERR_INPUT,
-                             "--resume: %s:%lld has %s=%s where this sweep's point %lld has %s; "
+                             "--resume: %s:%ld has %s=%s where this sweep's point %lld has %s; "
                              "the --vary values differ, run without --resume to start over",
-                             path, h->rows + 2, g->axis[a].key->name, field[a], h->rows + 1,
+                             path, row.line, g->axis[a].key->name, q, h->rows + 1,
                              g->axis[a].values[which[a]]);
-        if (!rc && !strcmp(field[ncols - 2], "true")) {
+            }
+        const char *feasible = row.cell[ncols - 2];
+        if (!rc && strcmp(feasible, "true") && strcmp(feasible, "false"))
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld: column feasible: expected true "
+                         "or false, got something else; run without --resume to start over",
+                         path, row.line);
+        if (rc) break;
+        if (!strcmp(feasible, "true")) {
             h->feasible++;
             char *end;
-            double v = strtod(field[best_col], &end);
-            if (end != field[best_col] && !*end) best_offer(best, v, h->rows);
+            double v = strtod(row.cell[best_col], &end);
+            if (end != row.cell[best_col] && !*end) best_offer(best, v, h->rows);
         }
-        sweep_values_free(field, nf);
-        if (rc) goto out;
         h->rows++;
-        h->keep += (off_t)got;
+        h->keep = row.end;
     }
-out:
-    free(line);
-    fclose(f);
+    if (!rc && got < 0 && !csv_reader_at_end(&r))
+        rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s; run without --resume to start over",
+                     e2.msg);
+    sweep_values_free(want, n_want);
+    csv_reader_close(&r);
+    if (!h->header) h->rows = h->feasible = 0, h->keep = 0;
     return rc;
 }
 
@@ -627,7 +648,7 @@ static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt
     bool have_partial = stat(partial, &st) == 0;
     *f = NULL;
     memset(held, 0, sizeof *held);
-    if (opt->resume && !have_partial && stat(opt->out, &st) == 0) {
+    if (opt->resume && !have_partial && stat(opt->out, &st) == 0 && S_ISREG(st.st_mode)) {
         /* Finished before: nothing to run if it is this sweep, whole. */
         struct best b2 = *best;
         struct mp_error e2;
@@ -638,8 +659,10 @@ static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt
         }
         memset(held, 0, sizeof *held);
     }
-    if (opt->resume && have_partial) {
-        if ((rc = held_read(partial, header, columns, g, best, held, err))) goto out;
+    if (opt->resume && have_partial &&
+        (rc = held_read(partial, header, columns, g, best, held, err)))
+        goto out;
+    if (opt->resume && have_partial && held->header) {
         if (truncate(partial, held->keep) != 0) {
             rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot cut the torn last row: %s", partial,
                          strerror(errno));

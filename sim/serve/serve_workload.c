@@ -3,12 +3,17 @@
  * a trace CSV of arrival_s,prompt_tokens,output_tokens. See serve.h. */
 #include "serve_impl.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sim/io/csv_reader.h"
 
 static int draw(const gsl_rng *rng, int dist, int len, int min, int max, double sigma)
 {
@@ -56,8 +61,20 @@ int serve_poisson_requests(struct serve *s)
     return MP_OK;
 }
 
-/* CSV rows "arrival_s,prompt_tokens,output_tokens"; a first row that does not
- * start with a number is a header; blank lines and '#' comments are skipped. */
+/* A whole number of tokens in [1, INT_MAX], or -1. */
+static long tokens_of(const char *cell)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(cell, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (end == cell || *end || errno == ERANGE || v < 1 || v > INT_MAX) return -1;
+    return v;
+}
+
+/* CSV rows "arrival_s,prompt_tokens,output_tokens" (sim/io/csv_reader.h:
+ * BOM, CRLF, quotes, '#' comments, line numbers); a first row that does not
+ * start with a number is a header. */
 int serve_trace_requests(struct serve *s, struct mp_error *err)
 {
     char path[1024];
@@ -67,47 +84,59 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
         mp_error_prefix(err, "key inference.trace: ");
         return rc;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open trace", path);
-    char line[512];
-    int ln = 0, cap = 0, ctx = s->cfg.inference.context_len;
+    struct csv_reader r;
+    struct csv_reader_opts o = { .key = "inference.trace", .comments = true };
+    if ((rc = csv_reader_open(&r, path, &o, err))) return rc;
+    static const char *const names[3] = { "arrival_s", "prompt_tokens", "output_tokens" };
+    int cap = 0, ctx = s->cfg.inference.context_len, got;
+    bool first = true;
     mp_time last = 0;
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        char *p = line;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') continue;
-        char *end;
-        double t = strtod(p, &end);
-        if (end == p && s->n_req == 0 && ln == 1) continue; /* header */
-        long prompt = 0, output = 0;
-        /* At most 10^6 s, so t × 10^12 stays an exact-enough int64 (llround
-         * of a larger product is unspecified, and wrapped arrivals would be
-         * reported as going back in time). */
-        bool ok = end != p && isfinite(t) && t >= 0 && t <= 1e6 && *end == ',';
-        if (ok) { p = end + 1; prompt = strtol(p, &end, 10); ok = end != p && *end == ','; }
-        if (ok) { p = end + 1; output = strtol(p, &end, 10); ok = end != p; }
-        while (ok && (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')) end++;
-        ok = ok && *end == '\0' && prompt >= 1 && output >= 1;
-        mp_time at = ok ? mp_time_from_s(t) : 0;
-        if (!ok || at < last || prompt + output > ctx) {
-            fclose(f);
-            if (!ok)
-                return mp_fail(err, MP_ERR_INPUT, "%s:%d: expected arrival_s,prompt_tokens,"
-                               "output_tokens (seconds ≥ 0, tokens ≥ 1), got '%.80s'", path, ln,
-                               line);
-            if (at < last)
-                return mp_fail(err, MP_ERR_INPUT, "%s:%d: arrivals must not go back in time "
-                               "(%.9f s after %.9f s)", path, ln, t, mp_seconds(last));
-            return mp_fail(err, MP_ERR_INPUT, "%s:%d: prompt + output = %ld tokens exceeds "
-                           "inference.context_len = %d", path, ln, prompt + output, ctx);
+    struct csv_row row;
+    while (!rc && (got = csv_reader_next(&r, &row, err)) > 0) {
+        const char *c0 = row.cell[0];
+        while (*c0 == ' ' || *c0 == '\t') c0++;
+        bool header = first && !isdigit((unsigned char)*c0) && *c0 != '.';
+        first = false;
+        if (header) continue;
+        if (row.n != 3) {
+            rc = csv_reader_fail(&r, row.line, err, "expected 3 cells, arrival_s,prompt_tokens,"
+                                 "output_tokens, got %d", row.n);
+            break;
         }
-        last = at;
-        add_request(s, &cap, at, (int)prompt, (int)output);
+        char q[128];
+        char *end;
+        errno = 0;
+        double t = strtod(row.cell[0], &end);
+        while (*end == ' ' || *end == '\t') end++;
+        /* At most 10^6 s, so t × 10^12 stays an exact-enough int64; digits
+         * only (strtod takes "inf", "nan" and hex). */
+        bool digits = strspn(row.cell[0], "0123456789.eE+- \t") == strlen(row.cell[0]);
+        long v[3] = { 0 };
+        int bad = -1;
+        if (end == row.cell[0] || *end || !digits || !isfinite(t) || t < 0 || t > 1e6) bad = 0;
+        for (int k = 1; k < 3 && bad < 0; k++)
+            if ((v[k] = tokens_of(row.cell[k])) < 0) bad = k;
+        if (bad >= 0) {
+            mp_quote(row.cell[bad], strlen(row.cell[bad]), 40, q, sizeof q);
+            rc = csv_reader_fail(&r, row.line, err, "column %s: expected %s, got '%s'",
+                                 names[bad], bad == 0 ? "seconds from 0 to 1000000"
+                                 : "a whole number of tokens ≥ 1", q);
+            break;
+        }
+        mp_time at = mp_time_from_s(t);
+        if (at < last) {
+            rc = csv_reader_fail(&r, row.line, err, "column arrival_s: arrivals must not go back "
+                                 "in time (%.9f s after %.9f s)", t, mp_seconds(last));
+        } else if (v[1] + v[2] > ctx) {
+            rc = csv_reader_fail(&r, row.line, err, "prompt_tokens + output_tokens = %ld tokens "
+                                 "exceeds inference.context_len = %d", v[1] + v[2], ctx);
+        } else {
+            last = at;
+            add_request(s, &cap, at, (int)v[1], (int)v[2]);
+        }
     }
-    fclose(f);
-    if (s->n_req == 0)
-        return mp_fail(err, MP_ERR_INPUT, "%s: the trace has no requests", path);
-    return MP_OK;
+    if (!rc && got < 0) rc = MP_ERR_INPUT;
+    if (!rc && s->n_req == 0) rc = csv_reader_fail(&r, 0, err, "the trace has no requests");
+    csv_reader_close(&r);
+    return rc;
 }
-

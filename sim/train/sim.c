@@ -174,9 +174,15 @@ static int plan_experts(struct sim *s, struct mp_error *err)
                        "model (it has no experts)", cfg->path, cfg->path[0] ? ": " : "", ep);
     char trace[1024] = "";
     int rc;
+    if (cfg->experts.routing == EP_TRACE && !strcmp(cfg->experts.trace, "none"))
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey experts.trace: experts.routing = trace needs "
+                       "a CSV of expert loads (one row per MoE layer, one column per expert), "
+                       "got none", cfg->path, cfg->path[0] ? ": " : "");
     if (cfg->experts.routing == EP_TRACE &&
-        (rc = config_resolve(cfg, cfg->experts.trace, "", NULL, trace, sizeof trace, err)))
+        (rc = config_resolve(cfg, cfg->experts.trace, "", NULL, trace, sizeof trace, err))) {
+        mp_error_prefix(err, "%s%skey experts.trace: ", cfg->path, cfg->path[0] ? ": " : "");
         return rc;
+    }
     int *group = mp_xmalloc((size_t)ep * sizeof *group);
     for (int r = 0; r < ep; r++) group[r] = s->chip_of_device[0] + r;
     int act = cfg->model.activation_bits;
