@@ -6,17 +6,36 @@
 #include "sim/io/config.h"
 #include "sim/io/outfile.h"
 
+/* Every message is one line (issue 16): whatever a file or an argument put
+ * into it — a newline, a NUL's neighbours, a BOM — is shown escaped. */
+static void print_line(const char *msg)
+{
+    char line[4 * sizeof ((struct mp_error *)0)->msg + 4];
+    mp_quote(msg, strlen(msg), sizeof line, line, sizeof line);
+    fprintf(stderr, "mpsim: %s\n", line);
+}
+
 int cli_fail(const struct mp_error *err)
 {
-    fprintf(stderr, "mpsim: %s\n", err->msg);
+    print_line(err->msg);
     return err->status ? err->status : MP_ERR_INPUT;
+}
+
+int cli_infeasible(const struct mp_error *err)
+{
+    char msg[sizeof err->msg + 16];
+    snprintf(msg, sizeof msg, "infeasible: %s", err->msg);
+    print_line(msg);
+    return MP_ERR_INFEASIBLE;
 }
 
 int cli_usage_error(const char *fmt, const char *arg)
 {
-    fprintf(stderr, "mpsim: ");
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see `mpsim --help`)\n");
+    char q[512], msg[1024];
+    mp_quote(arg ? arg : "", arg ? strlen(arg) : 0, 200, q, sizeof q);
+    snprintf(msg, sizeof msg, fmt, q);
+    print_line(msg);
+    fprintf(stderr, "(see `mpsim --help`)\n");
     return MP_ERR_INPUT;
 }
 

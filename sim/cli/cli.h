@@ -28,6 +28,9 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);
 
+/* Print "mpsim: infeasible: <message>" (one line) and return MP_ERR_INFEASIBLE. */
+int cli_infeasible(const struct mp_error *err);
+
 /* Print a usage error (printf-style with one string argument) and return 2. */
 int cli_usage_error(const char *fmt, const char *arg);
 

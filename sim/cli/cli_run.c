@@ -82,7 +82,7 @@ int cli_run(int argc, char **argv)
         /* A valid question with a "no" answer: say why, in the form asked for. */
         if (json) report_json(stdout, &s);
         else report_text(stdout, &s);
-        fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+        cli_infeasible(&err);
         sim_release(&s);
         return MP_ERR_INFEASIBLE;
     }

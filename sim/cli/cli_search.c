@@ -56,9 +56,11 @@ int cli_search(int argc, char **argv)
             if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
             long long max = !strcmp(a, "--chips") ? CONFIG_CHIPS_MAX : 10000000;
             if (units_parse_int(argv[++i], 1, max, &n)) {
-                fprintf(stderr, "mpsim: search: %s: expected a whole number from 1 to %lld, "
-                        "got '%.60s'\n", a, max, argv[i]);
-                return MP_ERR_INPUT;
+                char q[128];
+                mp_quote(argv[i], strlen(argv[i]), 60, q, sizeof q);
+                mp_fail(&err, MP_ERR_INPUT, "search: %s: expected a whole number from 1 to %lld, "
+                        "got '%s'", a, max, q);
+                return cli_fail(&err);
             }
             if (!strcmp(a, "--chips")) opt.chips = (int)n;
             else if (!strcmp(a, "--top")) top = (int)n;

@@ -38,7 +38,7 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
             cJSON_free(text);
             cJSON_Delete(o);
         }
-        fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+        cli_infeasible(&err);
         serve_release(&s);
         return rc;
     }

@@ -82,9 +82,12 @@ static int check_column(const struct sweep_grid *g, bool serving, const char *na
         const char *full = g->axis[a].key->name;
         if (!strcmp(full, name) || !strcmp(strchr(full, '.') + 1, name)) return MP_OK;
     }
-    fprintf(stderr, "mpsim: %s: '%s' is not a column of this sweep; metrics are %s, "
-                    "or a varied key\n", flag, name, sweep_columns(serving));
-    return MP_ERR_INPUT;
+    struct mp_error err;
+    char q[128];
+    mp_quote(name, strlen(name), 60, q, sizeof q);
+    mp_fail(&err, MP_ERR_INPUT, "%s: '%s' is not a column of this sweep; metrics are %s, or a "
+            "varied key", flag, q, sweep_columns(serving));
+    return cli_fail(&err);
 }
 
 static int sweep_main(int argc, char **argv, int rank)

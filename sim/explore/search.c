@@ -16,6 +16,7 @@
 #include "models/model.h"
 #include "sim/io/outfile.h"
 #include "sim/strategy/schedule.h"
+#include "sim/strategy/tensor.h"
 #include "sim/train/sim.h"
 #include "sweep.h"
 #include "hardware/system.h"
@@ -194,8 +195,7 @@ static void enumerate(struct enum_ctx *x, const struct config *base, int chips_p
     int N = x->opt->chips, gb = base->training.global_batch;
     int max_mb = x->opt->max_micro_batch > 0 ? x->opt->max_micro_batch : 8;
     for (int tp = 1; tp <= N && tp <= chips_per_node; tp *= 2) {
-        if (N % tp || (m->heads && m->heads % tp) || (m->kv_heads && m->kv_heads % tp && tp > m->kv_heads))
-            continue;
+        if (N % tp || !tensor_degree_ok(m, tp)) continue;
         for (int pp = 1; pp <= N / tp && pp <= m->decoders; pp++) {
             if ((N / tp) % pp) continue;
             int dp = N / tp / pp;
@@ -407,14 +407,14 @@ int search_run(const struct config *base, const struct search_options *opt,
                            partial, strerror(errno));
         slot = outfile_register(partial, false);
     }
-    int rc = config_resolve(base, base->model.config, "models", ".json", path, sizeof path, err);
+    int rc = config_resolve_key(base, "model.config", "models", ".json", path, sizeof path, err);
     if (!rc) rc = model_load(&m, path, err);
     if (rc) goto fail_out;
     if ((rc = chip_catalog_load_default(&cat, err))) {
         model_release(&m);
         goto fail_out;
     }
-    rc = config_resolve(base, base->hardware.system, "hardware/systems", ".ini", path,
+    rc = config_resolve_key(base, "hardware.system", "hardware/systems", ".ini", path,
                         sizeof path, err);
     if (!rc) rc = system_load(&sys, path, base->hardware.nodes, opt->chips, &cat, err);
     if (rc) {

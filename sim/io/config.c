@@ -206,9 +206,9 @@ static void describe(const struct config_key *k, char *buf, size_t size)
     case CONFIG_DOUBLE: {
         const char *what = k->type == CONFIG_INT ? "a whole number" : "a number";
         if (k->min > k->max) snprintf(buf, size, "%s", what);
-        else if (k->max >= INT_MAX) snprintf(buf, size, "%s ≥ %g", what, k->min);
         else if (k->max >= CONFIG_DEGREE_MAX)
             snprintf(buf, size, "%s ≥ %g (at most %.0f)", what, k->min, k->max);
+        else if (k->type == CONFIG_INT) snprintf(buf, size, "%s from %.0f to %.0f", what, k->min, k->max);
         else snprintf(buf, size, "%s from %g to %g", what, k->min, k->max);
         break;
     }
@@ -375,26 +375,32 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
         }
     }
     if (ok) {
+        cfg->key_line[k - config_keys] = -1; /* config_load puts the line in */
         /* Any inference key turns the scenario into a serving one. */
         if (strncmp(k->name, "inference.", 10) == 0) cfg->inference.present = true;
         return MP_OK;
     }
 
-    char expect[256], prefix[CONFIG_STR + 32];
+    char expect[256], prefix[CONFIG_STR + 32], got[256];
     describe(k, expect, sizeof expect);
     where_prefix(prefix, sizeof prefix, where);
-    return mp_fail(err, MP_ERR_INPUT, "%skey %s: expected %s, got '%.*s'", prefix, k->name,
-                   expect, (int)(n > 200 ? 200 : n), value);
+    mp_quote(value, n, 120, got, sizeof got); /* one line, whatever --set held */
+    return mp_fail(err, MP_ERR_INPUT, "%skey %s: expected %s, got '%s'", prefix, k->name,
+                   expect, got);
 }
 
 void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    size_t nkeys = 0;
+    while (config_keys[nkeys].name) nkeys++;
+    assert(nkeys <= CONFIG_MAX_KEYS && "raise CONFIG_MAX_KEYS (config.h)");
     for (const struct config_key *k = config_keys; k->name; k++) {
         int rc = config_set_key(cfg, k->name, k->fallback, "default", NULL);
         assert(rc == MP_OK && "a default in config_keys[] does not parse");
         (void)rc;
     }
+    memset(cfg->key_line, 0, sizeof cfg->key_line); /* every key: its default */
     cfg->inference.present = false; /* defaults are not a request to serve */
 }
 
@@ -667,6 +673,7 @@ static int loader_handle(void *user, const char *section, const char *name,
     ld->key_line[idx] = ld->line;
     int rc = config_set_key(&ld->work, k->name, value, where, ld->err);
     if (rc != MP_OK) return loader_fail(ld, rc);
+    ld->work.key_line[idx] = ld->line;
     return 1;
 }
 
@@ -727,6 +734,15 @@ int config_load(struct config *cfg, const char *path, struct mp_error *err)
     } else if (ld.err_line) {
         status = ld.status;
     }
+    /* A file that sets nothing (empty, or only comments and [section]
+     * lines) would silently run every default: llama3-8b on the textbook
+     * chip. It is almost always the wrong file, or one cut short. */
+    bool any = false;
+    for (size_t i = 0; i < nkeys && !any; i++) any = ld.key_line[i] != 0;
+    if (status == MP_OK && !any)
+        status = mp_fail(err, MP_ERR_INPUT, "%s: empty scenario: it sets no key (%d lines of "
+                         "comments and sections), so every default would run; expected at least "
+                         "one key = value in a [section] (mpsim list keys)", path, ld.nlines);
     if (status == MP_OK) *cfg = ld.work;
 
     fclose(ld.f);
@@ -782,4 +798,28 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
     snprintf(msg, sizeof msg, "cannot find '%s'; looked for ", name);
     for (int i = 0; i < n; i++) append(msg, sizeof msg, "%s%s", i ? ", " : "", tried[i]);
     return mp_fail(err, MP_ERR_INPUT, "%s", msg);
+}
+
+void config_where(const struct config *cfg, const char *name, char *buf, size_t size)
+{
+    const struct config_key *k = config_find_key(name);
+    int line = k ? cfg->key_line[k - config_keys] : 0;
+    if (cfg->path[0] && line > 0) snprintf(buf, size, "%s:%d: key %s", cfg->path, line, name);
+    else if (cfg->path[0]) snprintf(buf, size, "%s: key %s (%s)", cfg->path, name,
+                                    line < 0 ? "from the command line" : "default");
+    else snprintf(buf, size, "key %s", name);
+}
+
+int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
+                       const char *ext, char *out, size_t size, struct mp_error *err)
+{
+    const struct config_key *k = config_find_key(name);
+    assert(k && k->type == CONFIG_STRING);
+    int rc = config_resolve(cfg, (const char *)cfield(cfg, k), subdir, ext, out, size, err);
+    if (rc) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, name, where, sizeof where);
+        mp_error_prefix(err, "%s: ", where);
+    }
+    return rc;
 }

@@ -23,6 +23,9 @@ enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
 
 #define CONFIG_STR 512
+/* The most keys the table may hold (config_defaults asserts it), so that
+ * struct config can say where each key was set (key_line). */
+#define CONFIG_MAX_KEYS 256
 
 /* Parallel degrees are capped so products of them stay far inside int. */
 #define CONFIG_DEGREE_MAX 1e6
@@ -42,6 +45,11 @@ struct config_mem_amount {
 
 struct config {
     char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
+    /* Where each key (by its index in config_keys[]) got its value: the
+     * scenario's line, 0 its default, -1 the command line (--set, --vary).
+     * Messages about a value found wrong later (an unknown schedule or
+     * system) name it with config_where. */
+    int key_line[CONFIG_MAX_KEYS];
     char dir[CONFIG_STR];  /* its folder: relative paths resolve here first */
     char name[128];        /* the scenario's file name without folder and .ini */
 
@@ -196,6 +204,17 @@ int config_check(const struct config *cfg, struct mp_error *err);
  * naming where it looked. */
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err);
+
+/* "FILE:LINE: key K" (from the scenario), "FILE: key K (from the command
+ * line)" or "FILE: key K (default)" for a message about key `name`'s
+ * value; without a file, no "FILE: ". */
+void config_where(const struct config *cfg, const char *name, char *buf, size_t size);
+
+/* config_resolve for the value of key `name` (a CONFIG_STRING key:
+ * model.config, hardware.system, experts.trace, inference.trace); a failure
+ * is prefixed with config_where, so it names the file, line and key. */
+int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
+                       const char *ext, char *out, size_t size, struct mp_error *err);
 
 /* Number of microbatches each pipeline sees per step:
  * global_batch / (micro_batch × dp). */

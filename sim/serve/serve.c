@@ -478,7 +478,7 @@ static int setup(struct serve *s, struct mp_error *err)
     s->stages = pl->stages;
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
     char path[1024];
-    if ((rc = config_resolve(c, c->hardware.system, "hardware/systems", ".ini", path,
+    if ((rc = config_resolve_key(c, "hardware.system", "hardware/systems", ".ini", path,
                              sizeof path, err)) ||
         (rc = system_load(&s->sys, path, c->hardware.nodes, s->stages, &s->catalog, err)))
         return rc;

@@ -78,12 +78,9 @@ static long tokens_of(const char *cell)
 int serve_trace_requests(struct serve *s, struct mp_error *err)
 {
     char path[1024];
-    int rc = config_resolve(&s->cfg, s->cfg.inference.trace, "scenarios", ".csv", path,
-                            sizeof path, err);
-    if (rc) {
-        mp_error_prefix(err, "key inference.trace: ");
-        return rc;
-    }
+    int rc = config_resolve_key(&s->cfg, "inference.trace", "scenarios", ".csv", path,
+                                sizeof path, err);
+    if (rc) return rc;
     struct csv_reader r;
     struct csv_reader_opts o = { .key = "inference.trace", .comments = true };
     if ((rc = csv_reader_open(&r, path, &o, err))) return rc;

@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -338,6 +339,28 @@ void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in)
         struct builder b = { .p = p, .in = in, .stage = st };
         for (int k = 0; k < N_TP_PASSES; k++) build_pass(&b, (enum tp_pass_kind)k);
     }
+}
+
+bool tensor_degree_ok(const struct model *m, int tp)
+{
+    if (tp <= 1) return true;
+    if (m->heads > 0 && m->heads % tp) return false;
+    return m->kv_heads <= 0 || m->kv_heads % tp == 0 || tp % m->kv_heads == 0;
+}
+
+int tensor_check_degree(const struct model *m, int tp, const char *where, struct mp_error *err)
+{
+    if (tensor_degree_ok(m, tp)) return MP_OK;
+    char ok[128] = "";
+    int n = 0;
+    for (int d = 1; d <= m->heads && n < (int)sizeof ok - 16; d++)
+        if (tensor_degree_ok(m, d)) n += snprintf(ok + n, sizeof ok - (size_t)n, "%s%d", n ? ", " : "", d);
+    if (m->heads > 0 && m->heads % tp)
+        return mp_fail(err, MP_ERR_INPUT, "%s: parallel.tp = %d does not divide model %s's %d "
+                       "attention heads: expected one of %s", where, tp, m->name, m->heads, ok);
+    return mp_fail(err, MP_ERR_INPUT, "%s: parallel.tp = %d neither divides model %s's %d KV "
+                   "heads nor is a multiple of them: expected one of %s", where, tp, m->name,
+                   m->kv_heads, ok);
 }
 
 void tensor_plan_release(struct tensor_plan *p)

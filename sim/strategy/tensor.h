@@ -105,6 +105,17 @@ struct tensor_input {
 void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in);
 void tensor_plan_release(struct tensor_plan *p);
 
+/* Whether tensor parallelism of degree `tp` splits `m`'s attention: the
+ * query heads evenly (heads % tp = 0), and the KV heads either evenly
+ * (kv_heads % tp = 0) or each copied on tp / kv_heads ranks (tp %
+ * kv_heads = 0, as vLLM and Megatron-Core replicate GQA's KV heads). The
+ * run, the plan and the search all ask this. */
+bool tensor_degree_ok(const struct model *m, int tp);
+
+/* tensor_degree_ok, or MP_ERR_INPUT: "WHERE: parallel.tp = 3 does not
+ * divide model M's 32 attention heads: expected a divisor (1, 2, 4, ...)". */
+int tensor_check_degree(const struct model *m, int tp, const char *where, struct mp_error *err);
+
 /* Passes of a stage. */
 const struct tp_pass *tensor_pass(const struct tensor_plan *p, int stage, enum tp_pass_kind k);
 

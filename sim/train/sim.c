@@ -174,15 +174,15 @@ static int plan_experts(struct sim *s, struct mp_error *err)
                        "model (it has no experts)", cfg->path, cfg->path[0] ? ": " : "", ep);
     char trace[1024] = "";
     int rc;
-    if (cfg->experts.routing == EP_TRACE && !strcmp(cfg->experts.trace, "none"))
-        return mp_fail(err, MP_ERR_INPUT, "%s%skey experts.trace: experts.routing = trace needs "
-                       "a CSV of expert loads (one row per MoE layer, one column per expert), "
-                       "got none", cfg->path, cfg->path[0] ? ": " : "");
-    if (cfg->experts.routing == EP_TRACE &&
-        (rc = config_resolve(cfg, cfg->experts.trace, "", NULL, trace, sizeof trace, err))) {
-        mp_error_prefix(err, "%s%skey experts.trace: ", cfg->path, cfg->path[0] ? ": " : "");
-        return rc;
+    if (cfg->experts.routing == EP_TRACE && !strcmp(cfg->experts.trace, "none")) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, "experts.routing", where, sizeof where);
+        return mp_fail(err, MP_ERR_INPUT, "%s = trace needs experts.trace, a CSV of expert "
+                       "loads (one row per MoE layer, one column per expert): got none", where);
     }
+    if (cfg->experts.routing == EP_TRACE &&
+        (rc = config_resolve_key(cfg, "experts.trace", "", NULL, trace, sizeof trace, err)))
+        return rc;
     int *group = mp_xmalloc((size_t)ep * sizeof *group);
     for (int r = 0; r < ep; r++) group[r] = s->chip_of_device[0] + r;
     int act = cfg->model.activation_bits;
@@ -704,13 +704,13 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     char path[1024];
     int rc;
     if (cfg->model.kind == MODEL_TRANSFORMER) {
-        if ((rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err)))
+        if ((rc = config_resolve_key(cfg, "model.config", "models", ".json", path, sizeof path, err)))
             return rc;
         if ((rc = model_load(&s->model, path, err))) return rc;
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
-    if ((rc = config_resolve(cfg, cfg->hardware.system, "hardware/systems", ".ini", path,
+    if ((rc = config_resolve_key(cfg, "hardware.system", "hardware/systems", ".ini", path,
                              sizeof path, err)))
         return rc;
     int chips = cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
@@ -734,6 +734,11 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     if ((rc = load_inputs(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
+    if (s->has_model) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, "parallel.tp", where, sizeof where);
+        if ((rc = tensor_check_degree(&s->model, tp, where, err))) return rc;
+    }
     /* The work, estimated before the schedule and the graph are built. */
     if ((rc = check_work(s, opts, sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
                          s->sys.n_chips, err)))
@@ -752,8 +757,14 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
                        (double)cfg->synthetic.backward_input,
                        (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err)))
+    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
+        if (rc == MP_ERR_INPUT && !schedule_find(cfg->training.schedule)) {
+            char where[CONFIG_STR + 128];
+            config_where(cfg, "training.schedule", where, sizeof where);
+            mp_error_prefix(err, "%s: ", where);
+        }
         return schedule_failed(s, rc, err);
+    }
 
     s->res.n_chips = tp * pp * dp;
     s->res.microbatches = shape.microbatches;
