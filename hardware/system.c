@@ -502,7 +502,7 @@ static void build_links(struct system *s)
     assert(s->n_links <= count);
 }
 
-int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
+int system_plan(struct system *sys, const char *path, int nodes, int chips_needed,
                 const struct chip_catalog *cat, struct mp_error *err)
 {
     assert(chips_needed >= 0);
@@ -599,8 +599,21 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     if (links > MAX_LINKS)
         return mp_fail(err, MP_ERR_INPUT, "%s: %d chips would need %lld links; expected at most "
                        "%d", file, sys->n_chips, links, MAX_LINKS);
-    build_links(sys);
     return MP_OK;
+}
+
+void system_build(struct system *sys)
+{
+    assert(sys->n_chips > 0 && !sys->links);
+    build_links(sys);
+}
+
+int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
+                const struct chip_catalog *cat, struct mp_error *err)
+{
+    int rc = system_plan(sys, path, nodes, chips_needed, cat, err);
+    if (!rc) system_build(sys);
+    return rc;
 }
 
 void system_release(struct system *sys)

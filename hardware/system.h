@@ -72,6 +72,14 @@ struct system {
 int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
                 const struct chip_catalog *cat, struct mp_error *err);
 
+/* system_load in two steps, so that a caller can weigh the system before
+ * its links exist (sim_run's work budget, issue 16): system_plan reads the
+ * preset and fixes nodes and n_chips (everything but links and routes);
+ * system_build then lays the links out, O(n_chips). */
+int system_plan(struct system *sys, const char *path, int nodes, int chips_needed,
+                const struct chip_catalog *cat, struct mp_error *err);
+void system_build(struct system *sys);
+
 /* Free the links and routing tables; the system is then empty. */
 void system_release(struct system *sys);
 

@@ -8,13 +8,13 @@
 double work_bytes(const struct work_estimate *w)
 {
     double held = w->held > 0 ? w->held : w->events;
-    double one = held * WORK_BYTES_PER_EVENT + w->chips * WORK_BYTES_PER_CHIP;
+    double one = held * WORK_BYTES_PER_EVENT + w->chips * WORK_BYTES_PER_CHIP + w->bytes;
     return w->points > 0 && w->jobs > 1 ? one * w->jobs : one;
 }
 
 double work_seconds(const struct work_estimate *w)
 {
-    if (w->points <= 0) return w->events * WORK_SECONDS_PER_EVENT;
+    if (w->points <= 0) return w->events * WORK_SECONDS_PER_EVENT + w->chips * WORK_SECONDS_PER_CHIP;
     double s = w->total_events * WORK_SECONDS_PER_EVENT + w->points * WORK_SECONDS_PER_POINT;
     return w->jobs > 1 ? s / w->jobs : s;
 }

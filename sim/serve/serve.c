@@ -448,13 +448,28 @@ static int check_work(const struct serve *s, double n, double prompt, double out
 {
     const struct config_inference *in = &s->cfg.inference;
     double chunks = in->chunked_prefill ? ceil(prompt / in->token_budget) : 1;
-    double walks = n * (output + (chunks < 1 ? 1 : chunks)) / in->micro_batch;
-    struct work_estimate w = { .events = n + 2 * walks, .held = n };
-    if (s->rec) w.held += 2 * walks * s->stages;
+    /* Requests share a pass only as far as the slots in flight leave them
+     * to share: with more slots than requests each walks alone. */
+    double share = fmax(1, fmin(in->micro_batch, n / s->slots));
+    double walks = n * (output + (chunks < 1 ? 1 : chunks)) / share;
+    /* Each slot's member list has room for a microbatch (at most every
+     * request), and each stage a queue of every slot (run_mode). */
+    double members = fmin(in->micro_batch, n), slots = s->slots;
+    struct work_estimate w = { .events = n + 2 * walks, .held = n,
+                               .bytes = 4 * slots * (members + s->stages) };
+    if (s->rec) {
+        /* A pass and a hand-off recorded per stage, and as many rows out. */
+        w.held += 2 * walks * s->stages;
+        w.events += 2 * walks * s->stages;
+    }
     char what[CONFIG_STR + 128];
     snprintf(what, sizeof what, "%s: serving %.0f requests of about %.0f + %.0f tokens (%.3g "
-             "passes of %d)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output,
-             walks, in->micro_batch);
+             "passes of about %.0f)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output,
+             walks, share);
+    if (!s->force && s->budget_events > 0 &&
+        w.events + w.bytes / WORK_BYTES_PER_EVENT > s->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %.3g events, past this run's budget of %.0f", what,
+                       w.events, s->budget_events);
     return work_check(&w, what, "lower inference.requests", s->force, err);
 }
 
@@ -480,9 +495,19 @@ static int setup(struct serve *s, struct mp_error *err)
     char path[1024];
     if ((rc = config_resolve_key(c, "hardware.system", "hardware/systems", ".ini", path,
                              sizeof path, err)) ||
-        (rc = system_load(&s->sys, path, c->hardware.nodes, s->stages, &s->catalog, err)))
+        (rc = system_plan(&s->sys, path, c->hardware.nodes, s->stages, &s->catalog, err)))
         return rc;
     s->has_sys = true;
+    /* The system's own size (hardware.nodes may ask for millions of chips)
+     * against the budget before its links are laid out. */
+    struct work_estimate sys_work = { .chips = s->sys.n_chips };
+    if (!s->force && s->budget_events > 0 && s->sys.n_chips > s->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget of "
+                       "%.0f", c->path[0] ? c->path : "scenario", s->sys.n_chips, s->budget_events);
+    if ((rc = work_check(&sys_work, c->path[0] ? c->path : "scenario", "lower hardware.nodes",
+                         s->force, err)))
+        return rc;
+    system_build(&s->sys);
     s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
     for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
     serve_price_layers(s);
@@ -540,17 +565,22 @@ int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
 
 /* One run; `events` forces one event per stage pass and hop. */
 static int run_mode(struct serve *s, const struct config *cfg, bool record, bool events,
-                    bool force, struct mp_error *err)
+                    const struct serve_options *o, struct mp_error *err)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
-    s->force = force;
+    s->force = o->force;
+    s->budget_events = o->budget_events;
     if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);
     if (!rc) rc = setup(s, err);
     if (rc) return rc;
 
+    /* A microbatch never holds more requests than there are: its member
+     * list need not have room for more (micro_batch = 10^6 with 8 requests
+     * would ask slots × 4 MB). */
+    if (s->cfg.inference.micro_batch > s->n_req) s->cfg.inference.micro_batch = s->n_req;
     int S = s->stages, K = s->slots, mb = s->cfg.inference.micro_batch;
     eventq_init(&s->q);
     s->slot = mp_xcalloc((size_t)K, sizeof *s->slot);
@@ -603,10 +633,10 @@ int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve
 {
     double t0 = mp_wall_seconds();
     bool record = o->record;
-    int rc = run_mode(s, cfg, record, false, o->force, err);
+    int rc = run_mode(s, cfg, record, false, o, err);
     if (!rc && s->fast && serve_fast_tied(s->fast)) {
         serve_release(s);
-        rc = run_mode(s, cfg, record, true, o->force, err);
+        rc = run_mode(s, cfg, record, true, o, err);
     }
     if (!rc) s->res.sim_wall_s = mp_wall_seconds() - t0;
     return rc;

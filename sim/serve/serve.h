@@ -192,6 +192,7 @@ struct serve {
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
     bool clock_overflow;       /* the clock passed SERVE_CLOCK_MAX: the run stopped */
     bool force;                /* run past the work budget (serve_options) */
+    double budget_events;      /* serve_options.budget_events */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.
@@ -209,6 +210,7 @@ int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
  * `force`. serve_run and serve_run_recorded never force. */
 struct serve_options {
     bool record, force;
+    double budget_events; /* > 0: a smaller budget than the default (the value fuzzer) */
 };
 int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve_options *o,
                    struct mp_error *err);

@@ -69,9 +69,10 @@ void serve_report_text(FILE *f, const struct serve *s)
     quant_line(f, "TTFT", r->ttft);
     quant_line(f, "TPOT", r->tpot);
     quant_line(f, "latency", r->e2e);
-    fprintf(f, "in flight   max %d (seats: %d microbatches × %d = %d), mean %.1f; waiting max "
+    fprintf(f, "in flight   max %d (seats: %d microbatches × %d = %lld), mean %.1f; waiting max "
                "%d; in system mean %.1f\n", r->max_inflight, r->slots, r->micro_batch,
-            r->slots * r->micro_batch, r->mean_inflight, r->max_waiting, r->mean_in_system);
+            (long long)r->slots * r->micro_batch, r->mean_inflight, r->max_waiting,
+            r->mean_in_system);
     fprintf(f, "KV          peak %.2f GB over all chips; fullest chip at %.1f%% of its free "
                "memory; %llu admissions waited for memory\n", r->kv_peak_bytes / 1e9,
             100 * r->kv_peak_fraction, (unsigned long long)r->kv_blocked);

@@ -664,8 +664,9 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
 static int op_cap(const struct sim *s, const struct sim_options *opts)
 {
     if (opts->force) return 0; /* only int32's own limit */
-    double budget = opts->budget_bytes > 0 ? opts->budget_bytes : WORK_BUDGET_BYTES;
-    double events = (budget - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP) / WORK_BYTES_PER_EVENT;
+    double events = (WORK_BUDGET_BYTES - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP) /
+                    WORK_BYTES_PER_EVENT;
+    if (opts->budget_events > 0 && opts->budget_events < events) events = opts->budget_events;
     return events < 1 ? 1 : events > INT32_MAX ? 0 : (int)events;
 }
 
@@ -683,9 +684,10 @@ static int check_work(const struct sim *s, const struct sim_options *opts, doubl
                        "counts: expected fewer microbatches (training.global_batch) or stages",
                        what, events);
     struct work_estimate w = { .events = events, .chips = chips };
-    if (!opts->force && opts->budget_bytes > 0 && work_bytes(&w) > opts->budget_bytes)
-        return mp_fail(err, MP_ERR_INPUT, "%s: %.0f events, past this run's budget of %.0f "
-                       "bytes", what, events, opts->budget_bytes);
+    /* A chip costs about what an event does (budget.h). */
+    if (!opts->force && opts->budget_events > 0 && events + chips > opts->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %.0f events and %.0f chips, past this run's budget "
+                       "of %.0f", what, events, chips, opts->budget_events);
     return work_check(&w, what, "lower training.global_batch", opts->force, err);
 }
 
@@ -714,7 +716,8 @@ static int load_inputs(struct sim *s, struct mp_error *err)
                              sizeof path, err)))
         return rc;
     int chips = cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
-    if ((rc = system_load(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
+    /* The links are laid out in sim_run, once the work budget allows them. */
+    if ((rc = system_plan(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
     if ((rc = efficiency_load_default(&s->eff, s->sys.chip.name, err))) return rc;
     return MP_OK;
@@ -743,6 +746,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     if ((rc = check_work(s, opts, sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
                          s->sys.n_chips, err)))
         return rc;
+    system_build(&s->sys);
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",

@@ -100,9 +100,9 @@ struct sim_options {
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
     /* Issue 16: past the work budget (sim/io/budget.h) sim_run stops with
      * MP_ERR_INPUT and the estimate before the engine allocates, unless
-     * `force`; `budget_bytes` > 0 sets a smaller budget (the value fuzzer). */
+     * `force`; `budget_events` > 0 sets a smaller one (the value fuzzer). */
     bool force;
-    double budget_bytes;
+    double budget_events;
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
