@@ -476,8 +476,8 @@ static int check_work(const struct serve *s, double n, double prompt, double out
 /* A length's mean under its distribution (serve_workload.c draws them). */
 static double mean_len(int dist, int len, int min, int max, double sigma)
 {
-    double v = dist == DIST_UNIFORM ? (min + (double)max) / 2
-               : dist == DIST_LOGNORMAL ? len * exp(sigma * sigma / 2) : len;
+    if (dist == DIST_FIXED) return len; /* min and max bound the other two only */
+    double v = dist == DIST_UNIFORM ? (min + (double)max) / 2 : len * exp(sigma * sigma / 2);
     return v > max ? max : v < min ? min : v;
 }
 

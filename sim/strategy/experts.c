@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -333,6 +334,14 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
     if (in->redundant > E)
         return mp_fail(err, MP_ERR_INPUT, "key experts.redundant = %d: expected at most the "
                        "model's %d experts", in->redundant, E);
+    /* GSL's multinomial draw counts a microbatch's token-expert assignments
+     * in an unsigned int. */
+    double assignments = (double)ep * in->tokens_per_rank * m->experts_per_token;
+    if (assignments > UINT_MAX)
+        return mp_fail(err, MP_ERR_INPUT, "model.seq_len × training.micro_batch × %d experts per "
+                       "token = %.4g token-expert assignments per microbatch: expected at most "
+                       "%u (the routing draw counts them in 32 bits)", m->experts_per_token,
+                       assignments, UINT_MAX);
     p->ep = ep;
     p->experts = E;
     p->k = m->experts_per_token;
