@@ -439,8 +439,8 @@ static int check_walk(const struct serve *s, struct mp_error *err)
 }
 
 /* The work of serving `n` requests of about `prompt` and `output` tokens
- * (issue 16): a walk per microbatch pass (a prefill chunk or a decode step
- * of micro_batch requests), two events each in the walk-at-a-time loop and
+ * (issue 16): a walk per microbatch pass (a prefill chunk or a decode step),
+ * two events each in the walk-at-a-time loop and
  * a pass record per stage when a timeline is kept; the requests themselves
  * are held. Checked before the requests are drawn, or once a trace is read. */
 static int check_work(const struct serve *s, double n, double prompt, double output,
@@ -448,10 +448,10 @@ static int check_work(const struct serve *s, double n, double prompt, double out
 {
     const struct config_inference *in = &s->cfg.inference;
     double chunks = in->chunked_prefill ? ceil(prompt / in->token_budget) : 1;
-    /* Requests share a pass only as far as the slots in flight leave them
-     * to share: with more slots than requests each walks alone. */
-    double share = fmax(1, fmin(in->micro_batch, n / s->slots));
-    double walks = n * (output + (chunks < 1 ? 1 : chunks)) / share;
+    /* An upper bound: every pass carries at least one request's token, and
+     * how many it carries depends on arrivals and slots (one slot with slow
+     * arrivals decodes one request at a time whatever micro_batch says). */
+    double walks = n * (output + (chunks < 1 ? 1 : chunks));
     /* Each slot's member list has room for a microbatch (at most every
      * request), and each stage a queue of every slot (run_mode). */
     double members = fmin(in->micro_batch, n), slots = s->slots;
@@ -463,9 +463,8 @@ static int check_work(const struct serve *s, double n, double prompt, double out
         w.events += 2 * walks * s->stages;
     }
     char what[CONFIG_STR + 128];
-    snprintf(what, sizeof what, "%s: serving %.0f requests of about %.0f + %.0f tokens (%.3g "
-             "passes of about %.0f)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output,
-             walks, share);
+    snprintf(what, sizeof what, "%s: serving %.0f requests of about %.0f + %.0f tokens (up to "
+             "%.3g passes)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output, walks);
     if (!s->force && s->budget_events > 0 &&
         w.events + w.bytes / WORK_BYTES_PER_EVENT > s->budget_events)
         return mp_fail(err, MP_ERR_INPUT, "%s: %.3g events, past this run's budget of %.0f", what,

@@ -334,10 +334,13 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
             int d = heap_pop(&h);
             if (!queued[d]) queued[d] = 1, todo[n_todo++] = d;
         }
-        if (h.n == 0) {
+        if (h.n == 0 && n_todo == 0) {
             rc = MP_ERR_INTERNAL; /* nothing runs and nothing will: the limit is too tight */
             break;
         }
+        /* Only ops that took no time: their devices go on at the same time
+         * (pass times 10^15 apart, where now + t == now in a double). */
+        if (h.n == 0) continue;
         now = h.t[0];
         while (h.n > 0 && h.t[0] == now) {
             int d = heap_pop(&h), s = last_stage[d];

@@ -162,8 +162,11 @@ static const char *choose(struct bytes *b, const struct config_key *k, char *buf
 
 static void one_line(int rc, const struct mp_error *err)
 {
-    if (rc != MP_OK && rc != MP_ERR_INPUT && rc != MP_ERR_INFEASIBLE) abort();
-    if (rc != MP_OK && (!err->msg[0] || strchr(err->msg, '\n'))) abort();
+    if ((rc != MP_OK && rc != MP_ERR_INPUT && rc != MP_ERR_INFEASIBLE) ||
+        (rc != MP_OK && (!err->msg[0] || strchr(err->msg, '\n')))) {
+        fprintf(stderr, "fuzz_values: status %d, message '%s'\n", rc, err->msg);
+        abort();
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
