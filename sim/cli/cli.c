@@ -62,9 +62,16 @@ void cli_print_keys(FILE *f)
             fprintf(f, "  [%.*s]\n", (int)len, k->name);
             section = k->name;
         }
-        char value[64];
+        char value[64], range[96] = "";
         config_format_value(&def, k, value, sizeof value);
-        fprintf(f, "    %-22s = %-12s %s%s%s\n", k->name + len + 1, value, k->doc,
+        /* Every cap said where the keys are listed (issue 16). */
+        if ((k->type == CONFIG_INT || k->type == CONFIG_DOUBLE) && k->min <= k->max)
+            snprintf(range, sizeof range, " [%.10g..%.10g]", k->min, k->max);
+        else if (k->type == CONFIG_DURATION) snprintf(range, sizeof range, " [0..1000000s]");
+        else if (k->type == CONFIG_SIZE && k->min <= k->max)
+            snprintf(range, sizeof range, " [%g..%g bytes]", k->min, k->max);
+        else if (k->type == CONFIG_SIZE) snprintf(range, sizeof range, " [0..1024PiB]");
+        fprintf(f, "    %-22s = %-12s %s%s%s%s\n", k->name + len + 1, value, k->doc, range,
                 k->choices ? " — one of " : "", k->choices ? k->choices : "");
     }
 }
