@@ -247,7 +247,7 @@ int chip_catalog_load(struct chip_catalog *cat, const char *path, struct mp_erro
     x.r = &r;
     x.err = err;
     struct csv_row row;
-    int got;
+    int got = 0;
     while (!x.failed && (got = csv_reader_next(&r, &row, err)) > 0) {
         x.fields = row.cell;
         x.n_fields = row.n;

@@ -396,7 +396,7 @@ static int held_read(const char *path, const char *header, const char *columns,
     }
     int which[SWEEP_MAX_AXES];
     struct csv_row row;
-    int got;
+    int got = 0;
     while (!rc && (got = csv_reader_next(&r, &row, &e2)) > 0) {
         if (!row.ended) break; /* torn by a kill */
         if (!h->header) {

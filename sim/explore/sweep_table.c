@@ -42,7 +42,7 @@ int sweep_table_load(struct sweep_table *t, const char *path, struct mp_error *e
     int rc = csv_reader_open(&r, path, NULL, err);
     if (rc) return rc;
     struct csv_row row;
-    int got, cap = 0;
+    int got = 0, cap = 0;
     while ((got = csv_reader_next(&r, &row, err)) > 0) {
         if (!t->col) {
             /* The header: every name once, or --x, --by and the reader would

@@ -85,7 +85,7 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
     struct csv_reader_opts o = { .key = "inference.trace", .comments = true };
     if ((rc = csv_reader_open(&r, path, &o, err))) return rc;
     static const char *const names[3] = { "arrival_s", "prompt_tokens", "output_tokens" };
-    int cap = 0, ctx = s->cfg.inference.context_len, got;
+    int cap = 0, ctx = s->cfg.inference.context_len, got = 0;
     bool first = true;
     mp_time last = 0;
     struct csv_row row;

@@ -157,7 +157,7 @@ static int read_trace(struct trace_reader *t, struct mp_error *err)
     int rc = csv_reader_open(&r, t->path, &o, err);
     if (rc) return rc;
     struct csv_row row;
-    int got;
+    int got = 0;
     while ((got = csv_reader_next(&r, &row, err)) > 0) {
         if (row.n != t->E) {
             rc = csv_reader_fail(&r, row.line, err, "expected %d loads (one per expert) per row, "
