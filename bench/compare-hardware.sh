@@ -26,16 +26,18 @@ row() {
         { echo "compare-hardware: $scn failed:" >&2; cat "$T/err" >&2; exit 1; }
     layout=$("$MPSIM" run "$scn" "$@" 2>/dev/null | sed -n 's/^layout *//p' |
         sed 's/, [0-9]* microbatches of \([0-9]*\)/, micro_batch \1/; s/recompute //; s/schedule //')
-    # Columns: run.seed, step_time_s, tokens_per_s, mfu, bubble, peak_mem_bytes,
-    # exposed_comm_s, chips, usd_per_step, usd_per_mtok, budget_chip_hours,
-    # feasible, reason (the rest of the line; it may hold commas).
-    awk -F, -v label="$label" -v layout="$layout" 'NR == 2 {
-        reason = $13; for (i = 14; i <= NF; i++) reason = reason "," $i
+    # Columns by the header's names (run.seed, step_time_s, tokens_per_s,
+    # mfu, ..., the step accounting, feasible, reason: the rest of the line,
+    # which may hold commas).
+    awk -F, -v label="$label" -v layout="$layout" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+    NR == 2 {
+        f = c["feasible"]; reason = $(f + 1); for (i = f + 2; i <= NF; i++) reason = reason "," $i
         gsub(/^"|"$/, "", reason); sub(/ \(weights.*/, "", reason)
-        per_hour = $9 / ($8 * $2 / 3600)
+        chips = $c["chips"]; step = $c["step_time_s"]; usd = $c["usd_per_step"]
+        per_hour = usd / (chips * step / 3600)
         printf "| %s | %d | %s | %.3f | %.0f | %.1f%% | %.2f | %.3f | %.4f | %.0f | %s |\n",
-               label, $8, layout, $2, $3, 100 * $4, per_hour, $9, $10, $11,
-               $12 == "true" ? "yes" : "no: " reason
+               label, chips, layout, step, $c["tokens_per_s"], 100 * $c["mfu"], per_hour, usd,
+               $c["usd_per_mtok"], $c["budget_chip_hours"], $f == "true" ? "yes" : "no: " reason
     }' "$T/row.csv"
 }
 row "H100 SXM (dgx-h100)" scenarios/compare-h100.ini
@@ -43,4 +45,4 @@ row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
 row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
 row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
 row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.dp=256 \
-    --set parallel.vpp=4 --set training.zero=2
+    --set parallel.vpp=8 --set training.zero=2

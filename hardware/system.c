@@ -26,15 +26,17 @@
 /* Beyond these the arrays stop being a machine and start being a typo. */
 #define MAX_CHIPS (1 << 24)
 #define MAX_LINKS (1 << 27)
+#define MAX_HOST_BYTES 1152921504606846976.0 /* 2^60, the scenario size limit */
 
 enum key_id {
     K_NAME, K_CHIP, K_CPN, K_DESCRIPTION,
     K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS,
     K_OUT_TOPO, K_OUT_BW, K_OUT_LAT,
+    K_HOST_MEM, K_HOST_LINK, K_HOST_LINK_BW, K_HOST_LINK_LAT, K_HOST_DISK, K_HOST_DISK_BW,
     N_KEYS
 };
 
-static const char *const sections[] = { "system", "scaleup", "scaleout" };
+static const char *const sections[] = { "system", "scaleup", "scaleout", "host" };
 enum { N_SECTIONS = sizeof sections / sizeof sections[0] };
 
 static const struct key {
@@ -51,7 +53,32 @@ static const struct key {
     [K_OUT_TOPO] = { "scaleout", "topology" },
     [K_OUT_BW] = { "scaleout", "bandwidth" },
     [K_OUT_LAT] = { "scaleout", "latency" },
+    [K_HOST_MEM] = { "host", "memory" },
+    [K_HOST_LINK] = { "host", "link" },
+    [K_HOST_LINK_BW] = { "host", "link_bw" },
+    [K_HOST_LINK_LAT] = { "host", "link_latency" },
+    [K_HOST_DISK] = { "host", "disk" },
+    [K_HOST_DISK_BW] = { "host", "disk_bw" },
 };
+
+/* The host link's default bandwidth per chip per direction: host-to-device
+ * copies as nvbandwidth measures them (calibration.md 3c), since offloaded
+ * weights travel that way. PCIe 3.0 has no measurement there: its raw
+ * 15.75 GB/s (8 GT/s x 16 lanes x 128/130) is scaled by the share the
+ * measured PCIe 4.0 copy reaches of its raw 31.5 GB/s (26.28 / 31.5 = 0.834). */
+const struct host_link_kind host_link_kinds[] = {
+    { "pcie3x16", 13.1e9, "derived: 15.75 GB/s raw x 0.834, the share PCIe 4.0 reaches" },
+    { "pcie4x16", 26.28e9, "nvbandwidth host-to-device, A100 (PCIe 4.0 x16), calibration.md 3c" },
+    { "pcie5x16", 51e9, "nvbandwidth host-to-device, H100 (PCIe 5.0 x16), calibration.md 3c" },
+    { "c2c", 201e9, "nvbandwidth host-to-device, GB200 (NVLink-C2C), calibration.md 3c" },
+    { NULL, 0, NULL },
+};
+
+/* A copy between host memory and a chip when [host] link_latency is not
+ * given. Assumed (no measurement in calibration.md): a kernel launch is
+ * >= 2.6 us (calibration.md 4) and a synchronous copy from pageable memory,
+ * as Accelerate's hooks make, adds a staging copy and a synchronisation. */
+#define HOST_LINK_LATENCY_PS (10LL * 1000 * 1000) /* 10 us */
 
 static const struct topo_name {
     const char *name;
@@ -78,6 +105,8 @@ struct ini_ctx {
     int cpn;
     int dims[SYSTEM_MAX_DIMS], n_dims;
     struct fabric up, out;
+    long host_line;        /* line of the [host] header, 0 = none */
+    struct system_host host;
 };
 
 /* Edit distance, for "did you mean". Names here are short. */
@@ -167,10 +196,13 @@ static char *read_line(char *str, int num, void *stream)
                 char hint[96];
                 suggest(sec, sections, N_SECTIONS, hint, sizeof hint);
                 fail_line(x, x->line,
-                          "section [%s]: expected [system], [scaleup] or [scaleout]%s", sec,
-                          hint);
+                          "section [%s]: expected [system], [scaleup], [scaleout] or [host]%s",
+                          sec, hint);
                 return NULL;
             }
+            /* inih never reports a section with no keys; [host] alone must
+             * still be seen (and then refused for its missing memory). */
+            if (strcmp(sec, "host") == 0 && !x->host_line) x->host_line = x->line;
         }
     }
     /* inih reads at most num - 1 bytes; a longer key line would be cut in
@@ -319,6 +351,43 @@ static int on_key(void *user, const char *section, const char *name, const char 
             return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
                              units_expect_duration, value);
         return 1;
+    case K_HOST_MEM:
+    case K_HOST_DISK: {
+        double *dst = k == K_HOST_MEM ? &x->host.mem_bytes : &x->host.disk_bytes;
+        if (units_parse_size(value, dst) != 0 || !(*dst > 0) || *dst > MAX_HOST_BYTES)
+            return fail_line(x, x->line, "%s: expected a size above zero such as 64GB or "
+                             "2TiB (at most 2^60 bytes), got '%s'", full, value);
+        return 1;
+    }
+    case K_HOST_LINK: {
+        const char *names[8];
+        int n = 0;
+        for (; host_link_kinds[n].name; n++) {
+            names[n] = host_link_kinds[n].name;
+            if (strcmp(value, names[n]) == 0) {
+                /* An explicit link_bw wins, wherever it stands. */
+                if (!x->seen[K_HOST_LINK_BW]) x->host.link_bw = host_link_kinds[n].bw;
+                return 1;
+            }
+        }
+        char hint[96];
+        suggest(value, names, n, hint, sizeof hint);
+        return fail_line(x, x->line, "%s: expected pcie3x16, pcie4x16, pcie5x16 or c2c, got "
+                         "'%s'%s", full, value, hint);
+    }
+    case K_HOST_LINK_BW:
+    case K_HOST_DISK_BW: {
+        double *dst = k == K_HOST_LINK_BW ? &x->host.link_bw : &x->host.disk_bw;
+        if (units_parse_bandwidth(value, dst) != 0 || !(*dst > 0))
+            return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
+                             units_expect_bandwidth, value);
+        return 1;
+    }
+    case K_HOST_LINK_LAT:
+        if (units_parse_duration(value, &x->host.link_latency) != 0)
+            return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
+                             units_expect_duration, value);
+        return 1;
     case N_KEYS:
         break;
     }
@@ -345,6 +414,29 @@ static int check_fabric(struct ini_ctx *x, const char *sec, int k_topo, int k_bw
     if (!x->seen[k_lat])
         return fail_line(x, at, "[%s] latency: missing; expected %s", sec,
                          units_expect_duration);
+    return 1;
+}
+
+/* [host], when present: memory and a link (a kind, or its bandwidth) are
+ * required; the disk comes with its bandwidth or not at all. */
+static int check_host(struct ini_ctx *x)
+{
+    long at = x->host_line;
+    if (!at) return 1;
+    if (!x->seen[K_HOST_MEM])
+        return fail_line(x, at, "[host] memory: missing; expected the host memory of a node "
+                         "such as 64GB or 2TB");
+    if (!x->seen[K_HOST_LINK] && !x->seen[K_HOST_LINK_BW])
+        return fail_line(x, at, "[host] link: missing; expected pcie3x16, pcie4x16, pcie5x16 "
+                         "or c2c (or link_bw = a bandwidth such as 26GB/s)");
+    if (x->seen[K_HOST_DISK] != 0 && !x->seen[K_HOST_DISK_BW])
+        return fail_line(x, x->seen[K_HOST_DISK], "[host] disk_bw: missing; expected the "
+                         "disk's read bandwidth such as 7GB/s beside disk");
+    if (x->seen[K_HOST_DISK_BW] && !x->seen[K_HOST_DISK])
+        return fail_line(x, x->seen[K_HOST_DISK_BW], "[host] disk: missing; expected the "
+                         "disk's size such as 2TB beside disk_bw");
+    x->host.present = true;
+    if (!x->seen[K_HOST_LINK_LAT]) x->host.link_latency = HOST_LINK_LATENCY_PS;
     return 1;
 }
 
@@ -379,7 +471,8 @@ static int check_keys(struct ini_ctx *x)
         return fail_line(x, x->seen[K_UP_DIMS], "[scaleup] dims: expected only with topology torus");
     }
     if (!check_fabric(x, "scaleup", K_UP_TOPO, K_UP_BW, K_UP_LAT, &x->up)) return 0;
-    return check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out);
+    if (!check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out)) return 0;
+    return check_host(x);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -565,6 +658,7 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
     sys->chips_per_node = x.cpn;
     sys->scaleup = x.up;
     sys->scaleout = x.out;
+    sys->host = x.host;
     for (int i = 0; i < SYSTEM_MAX_DIMS; i++) sys->dims[i] = i < x.n_dims ? x.dims[i] : 1;
     sys->n_dims = x.up.topo == TOPO_TORUS ? x.n_dims : 0;
 

@@ -9,6 +9,8 @@
 #ifndef MPSIM_SYSTEM_H
 #define MPSIM_SYSTEM_H
 
+#include <stdbool.h>
+
 #include "chip.h"
 #include "sim/common.h"
 
@@ -38,6 +40,29 @@ struct fabric {
                           route, on the up link */
 };
 
+/* The host tier of a node (the [host] section; interface 1 of TEAM.md): the
+ * CPU's memory, the link between host memory and each chip, and the local
+ * NVMe disk. What offloading weights (Accelerate's cpu/disk devices, ZeRO
+ * offload) pays for. */
+struct system_host {
+    bool present;         /* the preset has a [host] section */
+    double mem_bytes;     /* host memory per node */
+    double link_bw;       /* host <-> one chip, bytes/s per direction (link's
+                             sourced default, or link_bw) */
+    mp_time link_latency; /* per copy */
+    double disk_bytes;    /* local NVMe per node (0: none given) */
+    double disk_bw;       /* NVMe read bytes/s per node (0: none given) */
+};
+
+/* Host-link kinds of `[host] link`, each with its default bandwidth per chip
+ * per direction and where that figure comes from (hardware/README.md). */
+struct host_link_kind {
+    const char *name;     /* "pcie4x16" */
+    double bw;            /* bytes/s per direction */
+    const char *source;
+};
+extern const struct host_link_kind host_link_kinds[];  /* ends with name NULL */
+
 struct system {
     char name[64];
     char description[256]; /* one line for `mpsim list systems` ("" if none) */
@@ -62,6 +87,7 @@ struct system {
     int *out_next, *out_prev; /* scale-out chain: to the same local chip of
                                  node + 1 / node - 1 (one chain per rail) */
     int *torus;              /* torus: [chip * 2 * n_dims + 2 * dim + (0 plus, 1 minus)] */
+    struct system_host host; /* [host]: host memory, host link, disk */
 };
 
 /* Load a system preset (name under hardware/systems/ or a path) with the chip

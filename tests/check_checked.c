@@ -97,7 +97,7 @@ static const char *home_with_textbook(const char *tflops)
     char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "mkdir -p %s/hardware && ln -s %s/hardware/systems %s/hardware/systems && "
-             "ln -s %s/models %s/models && cp %s/hardware/efficiency.csv %s/hardware/ && "
+             "ln -s %s/models %s/models && cp %s/hardware/kernels.csv %s/hardware/ && "
              "sed 's/^textbook,\\([^,]*\\),1000,/textbook,\\1,%s,/' %s/hardware/chips.csv "
              "> %s/hardware/chips.csv", home, mp_data_dir(), home, mp_data_dir(), home,
              mp_data_dir(), home, tflops, mp_data_dir(), home);

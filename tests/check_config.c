@@ -91,8 +91,9 @@ START_TEST(key_table)
         config_format_value(&c, k, buf, sizeof buf);
         ck_assert_str_eq(buf, k->fallback);
     }
-    ck_assert_int_eq(n, 67); /* 6 model, 8 synthetic, 2 hardware, 8 parallel, 8 training,
-                              * 22 inference, 10 experts, 3 run */
+    ck_assert_int_eq(n, 83); /* 8 model, 8 synthetic, 2 hardware, 13 parallel (4 of them
+                              * context's: cp, cp_kind, cp_ulysses, stage_layers), 14 training,
+                              * 22 inference, 10 experts, 3 run, 3 device_map */
     ck_assert_ptr_null(config_find_key("parallel.ppp"));
     ck_assert_ptr_null(config_find_key("pp"));
 }
@@ -317,6 +318,49 @@ START_TEST(set_overrides)
     ck_assert_str_eq(c.model.config, "a=b"); /* split at the first '=' */
     ck_assert_int_eq(config_set_key(&c, "synthetic.hop", "5us", "--vary", &err), MP_OK);
     ck_assert_int_eq(c.synthetic.hop, 5 * MP_PS_PER_US);
+}
+END_TEST
+
+/* training.recipe fills the keys nobody gave, whatever the order they come
+ * in; keys given win; switching recipes leaves nothing of the old one. */
+START_TEST(recipes)
+{
+    struct config c;
+    struct mp_error err;
+    ck_assert_int_eq(load("[training]\nrecipe = megatron-2022\n", &c, &err), MP_OK);
+    ck_assert_int_eq(c.training.attention, ATTENTION_UNFUSED);
+    ck_assert(c.training.dropout && c.parallel.tp_overlap && !c.training.dp_overlap);
+    ck_assert_int_eq(c.training.zero, 0);
+    ck_assert_int_eq(c.training.grad_reduce, PRECISION_FP32);
+    /* A key given before or after the recipe keeps its value. */
+    ck_assert_int_eq(load("[training]\nattention = flash\nrecipe = megatron-2022\nzero = 2\n", &c,
+                          &err), MP_OK);
+    ck_assert_int_eq(c.training.attention, ATTENTION_FLASH);
+    ck_assert_int_eq(c.training.zero, 2);
+    ck_assert(c.training.dropout);
+    /* Megatron-Core: flash, bf16 reduce, overlapped distributed optimizer,
+     * SP with TP comm overlap; then back to none: the defaults again. */
+    ck_assert_int_eq(load("[training]\nrecipe = megatron-core\n", &c, &err), MP_OK);
+    ck_assert_int_eq(c.training.grad_reduce, PRECISION_BF16);
+    ck_assert(c.training.overlap_param_gather && c.parallel.sp && c.parallel.tp_comm_overlap);
+    ck_assert_int_eq(c.training.zero, 1);
+    ck_assert_int_eq(config_set(&c, "training.recipe=none", "--set", &err), MP_OK);
+    ck_assert_int_eq(c.training.grad_reduce, PRECISION_FP32);
+    ck_assert(!c.training.overlap_param_gather && !c.parallel.sp && !c.parallel.tp_overlap);
+    ck_assert_int_eq(c.training.zero, 0);
+    /* A recipe never turns sequence parallelism on over TSP. */
+    ck_assert_int_eq(load("[parallel]\ntsp = true\n[training]\nrecipe = megatron-core\n", &c, &err),
+                     MP_OK);
+    ck_assert(c.parallel.tsp && !c.parallel.sp);
+    ck_assert_int_eq(config_check(&c, &err), MP_OK);
+    /* Every value a recipe sets parses. */
+    for (int r = RECIPE_NONE; r <= RECIPE_MEGATRON_CORE; r++) {
+        struct config d;
+        config_defaults(&d);
+        for (const char *const *x = config_recipe_settings(r); x[0]; x += 2)
+            ck_assert_msg(config_set_key_quiet(&d, x[0], x[1], &err) == MP_OK, "%s", err.msg);
+        ck_assert(config_recipe_summary(r)[0]);
+    }
 }
 END_TEST
 
@@ -581,6 +625,7 @@ Suite *config_suite(void)
 
     TCase *ts = tcase_create("set_check_resolve");
     tcase_add_test(ts, set_overrides);
+    tcase_add_test(ts, recipes);
     tcase_add_test(ts, set_errors);
     tcase_add_test(ts, check_batches);
     tcase_add_test(ts, check_fields);

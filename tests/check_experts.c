@@ -214,9 +214,11 @@ START_TEST(seed_fixes_routing_not_mean_load)
 END_TEST
 
 /* The lane runs the gating rank: with a trace that sends 5/8 of the load to
- * expert 0, a forward's expert GEMM on the lane is the hot rank's, so it
- * is longer than under an even trace, and the all-to-all is longer too
- * (the hot rank takes more bytes in). */
+ * expert 0 (2560 of the 4096 tokens, against 1024 under an even trace), a
+ * forward's expert kernels on the lane are the hot rank's, so they take
+ * longer than under an even trace — but at most 2560/1024 = 2.5 times as
+ * long, since each kernel also pays a fixed launch — and the all-to-all is
+ * longer too (the hot rank takes more bytes in). */
 START_TEST(hot_expert_gates_the_layer)
 {
     struct config cfg;
@@ -230,8 +232,10 @@ START_TEST(hot_expert_gates_the_layer)
     run_ok(&even, &cfg);
     int l = hot.experts.stats[0].layer;
     ck_assert_int_eq(hot.experts.gate_rank[0], 0);
-    ck_assert(experts_time(&hot.experts, 0, l, EPR_EXPERTS_F) >
-              2 * experts_time(&even.experts, 0, l, EPR_EXPERTS_F));
+    mp_time th = experts_time(&hot.experts, 0, l, EPR_EXPERTS_F);
+    mp_time te = experts_time(&even.experts, 0, l, EPR_EXPERTS_F);
+    ck_assert(th > te);
+    ck_assert(th <= 2.5 * te);
     ck_assert(experts_time(&hot.experts, 0, l, EPR_DISPATCH) >
               experts_time(&even.experts, 0, l, EPR_DISPATCH));
     ck_assert(hot.res.step_time > even.res.step_time);

@@ -141,7 +141,7 @@ END_TEST
 START_TEST(hybrid_linear_layers)
 {
     struct model m;
-    load_text(&m, "{\"model_type\":\"toy\",\"hidden_size\":256,\"intermediate_size\":512,"
+    load_text(&m, "{\"model_type\":\"kimi_k3\",\"hidden_size\":256,\"intermediate_size\":512,"
                   "\"num_attention_heads\":4,\"num_key_value_heads\":2,\"num_hidden_layers\":3,"
                   "\"vocab_size\":1000,\"layer_types\":[\"linear_attention\","
                   "\"full_attention\",\"linear_attention\"]}");
@@ -379,7 +379,7 @@ START_TEST(bad_heads_not_dividing)
     expect_bad(p, "key num_key_value_heads", "does not divide num_attention_heads 4");
     /* An explicit head_dim lifts the divisibility rule (Gemma-style). */
     struct model m;
-    load_text(&m, "{\"hidden_size\":66,\"head_dim\":32,\"intermediate_size\":8,"
+    load_text(&m, "{\"model_type\":\"llama\",\"hidden_size\":66,\"head_dim\":32,\"intermediate_size\":8,"
                   "\"num_attention_heads\":4,\"num_hidden_layers\":1,\"vocab_size\":10}");
     ck_assert_int_eq(m.head_dim, 32);
     model_release(&m);
@@ -399,8 +399,11 @@ END_TEST
 
 START_TEST(bad_moe_and_types)
 {
-    const char *p = mp_test_tmpfile(".json", with_head("  \"hidden_size\": 64,\n"
-                                    "  \"num_local_experts\": 4, \"num_experts_per_tok\": 5,\n"));
+    const char *p = mp_test_tmpfile(".json", "{\n  \"model_type\": \"mixtral\",\n"
+                                    "  \"hidden_size\": 64,\n  \"num_local_experts\": 4, "
+                                    "\"num_experts_per_tok\": 5,\n"
+                                    "  \"intermediate_size\": 512,\n  \"num_attention_heads\": 4,\n"
+                                    "  \"num_hidden_layers\": 2,\n  \"vocab_size\": 1000\n}\n");
     expect_bad(p, "key num_experts_per_tok", "more than the 4 experts");
     p = mp_test_tmpfile(".json", with_head("  \"hidden_size\": 64,\n"
                                            "  \"layer_types\": [\"full_attention\"],\n"));
@@ -424,6 +427,232 @@ START_TEST(names_and_arch)
 }
 END_TEST
 
+/* ---------------- today's presets against their published counts ---------------- */
+
+/* Published figures as their vendors state them (models/README.md names
+ * each source). Where a figure is given to 3 or more digits the count must
+ * be within 1 %; a figure given as a round number ("37B", "1T") only says
+ * the count rounds to it, so the test allows half its last unit, and says
+ * so. `conv` is the active-count convention the vendor's figure matches:
+ * a all, n without the embedding table, d decoder layers only. */
+static const struct {
+    const char *name;
+    double total, total_tol;   /* published, relative tolerance */
+    double active, active_tol; /* 0: dense */
+    char conv;
+} presets[] = {
+    {"qwen3-8b", 8.2e9, 0.01, 0, 0, 'a'},            /* model card: 8.2B */
+    {"qwen3-235b-a22b", 235e9, 0.01, 22e9, 0.01, 'a'}, /* 235B, 22B activated */
+    {"qwen3-next-80b-a3b", 80e9, 0.01, 3e9, 0.5 / 3, 'd'}, /* "3B activated": rounded */
+    {"gemma3-27b", 27e9, 0.01, 0, 0, 'a'},           /* 27B (text model; vision tower apart) */
+    {"gpt-oss-120b", 116.83e9, 0.01, 5.13e9, 0.01, 'n'}, /* model card table */
+    {"mistral-7b", 7.3e9, 0.01, 0, 0, 'a'},          /* "7.3B" (HF counts 7.24B) */
+    {"kimi-k2", 1e12, 0.05, 32e9, 0.01, 'n'},        /* "1T" rounded; 32B activated */
+    {"minimax-text-01", 456e9, 0.01, 45.9e9, 0.01, 'd'}, /* 456B, 45.9B activated */
+    {"jamba-v0.1", 52e9, 0.01, 12e9, 0.01, 'a'},     /* 52B, 12B active */
+    {"nemotron-h-8b", 8e9, 0.5 / 8, 0, 0, 'a'},      /* "8B": rounded */
+    {"deepseek-v3", 671e9, 0.01, 37e9, 0.5 / 37, 'n'}, /* 671B, "37B" rounded */
+    {"mixtral-8x7b", 46.7e9, 0.01, 12.9e9, 0.01, 'a'},
+    {"llama3-8b", 8.03e9, 0.01, 0, 0, 'a'},
+    {"llama3-70b", 70.6e9, 0.01, 0, 0, 'a'},
+    {"llama3-405b", 405.9e9, 0.01, 0, 0, 'a'},
+    {"gpt3-175b", 174.6e9, 0.01, 0, 0, 'a'},
+};
+
+START_TEST(preset_published_counts)
+{
+    struct model m;
+    load_preset(&m, presets[_i].name);
+    struct model_counts t, a;
+    model_param_counts(&m, &t, &a);
+    ck_assert_msg(fabs(t.all - presets[_i].total) <= presets[_i].total_tol * presets[_i].total,
+                  "%s: %.4gB total, published %.4gB", presets[_i].name, t.all / 1e9,
+                  presets[_i].total / 1e9);
+    if (presets[_i].active > 0) {
+        double got = presets[_i].conv == 'a' ? a.all : presets[_i].conv == 'n' ? a.no_embedding
+                                                                                : a.decoders;
+        ck_assert_msg(fabs(got - presets[_i].active) <= presets[_i].active_tol * presets[_i].active,
+                      "%s: %.4gB active (%c), published %.4gB", presets[_i].name, got / 1e9,
+                      presets[_i].conv, presets[_i].active / 1e9);
+    }
+    model_release(&m);
+}
+END_TEST
+
+START_TEST(preset_figures_by_hand)
+{
+    struct model m;
+    /* Qwen3-8B's "6.95B non-embedding" is the decoder layers: 36 x (attention
+     * 2 x 4096^2 + 2 x 4096 x 1024 + q/k norms 256 + SwiGLU 3 x 4096 x 12288 +
+     * norms 8192) = 36 x 192,946,432. */
+    load_preset(&m, "qwen3-8b");
+    struct model_counts t;
+    model_param_counts(&m, &t, NULL);
+    ck_assert_double_eq(t.decoders, 36.0 * (2.0 * 4096 * 4096 + 2.0 * 4096 * 1024 + 256 +
+                                            3.0 * 4096 * 12288 + 8192));
+    model_release(&m);
+    /* gpt-oss-120b ships its experts in MXFP4 (4 bits + one 8-bit scale per
+     * 32: 4.25), the rest in bf16; OpenAI's checkpoint is 60.8 GiB. */
+    load_preset(&m, "gpt-oss-120b");
+    double g[N_PARAM_GROUPS];
+    model_param_groups(&m, g);
+    ck_assert_double_eq(g[PG_EXPERTS], 36 * 128 * (3.0 * 2880 * 2880 + 3 * 2880));
+    double bytes = g[PG_EXPERTS] * 4.25 / 8 + (model_params(&m) - g[PG_EXPERTS]) * 2;
+    ck_assert_double_eq(model_shipped_weight_bytes(&m), bytes);
+    ck_assert_rel(bytes / (1024.0 * 1024 * 1024), 60.8, 0.01);
+    model_release(&m);
+    /* Gemma 3 27B's text_config leaves vocab_size and tying out: 262,208
+     * tied, so the head adds only its norm. */
+    load_preset(&m, "gemma3-27b");
+    ck_assert(m.tied_embeddings);
+    ck_assert_int_eq(m.vocab, 262208);
+    ck_assert_double_eq(m.layer[m.n_layers - 1].params, 5376);
+    model_release(&m);
+}
+END_TEST
+
+/* ---------------- KV and state of the layer kinds, by hand ---------------- */
+
+START_TEST(sliding_window_kv)
+{
+    struct model m;
+    struct cost_params cp = {.seq_len = 1, .micro_batch = 1, .tp = 1, .kv_bits = 16};
+    struct layer_cost c;
+    /* Mistral 7B: every layer slides over 4096 tokens; K and V of 8 heads x
+     * 128 x 2 bytes = 4096 B per token, so a 32768-token request keeps
+     * 4096 x 4096 B = 16 MiB per layer, not 128 MiB. */
+    load_preset(&m, "mistral-7b");
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_double_eq(c.kv_bytes_per_token, 2 * 8 * 128 * 2);
+    ck_assert_int_eq(c.kv_window, 4096);
+    ck_assert_double_eq(layer_cost_request_bytes(&c, 32768), 4096.0 * 4096);
+    ck_assert_double_eq(layer_cost_request_bytes(&c, 100), 100.0 * 4096);
+    model_release(&m);
+    /* gpt-oss-120b: 18 sliding layers of 128 tokens, 18 full; KV 2 x 8 x 64 x
+     * 2 = 2048 B per token each. A 10,000-token request: 18 x 128 x 2048 +
+     * 18 x 10,000 x 2048 bytes. */
+    load_preset(&m, "gpt-oss-120b");
+    double sum = 0;
+    for (int l = 1; l <= m.decoders; l++) {
+        model_layer_cost(&m, l, &cp, &c);
+        sum += layer_cost_request_bytes(&c, 10000);
+    }
+    ck_assert_double_eq(sum, 18.0 * 128 * 2048 + 18.0 * 10000 * 2048);
+    model_release(&m);
+    /* Attention work by min(position, window): 10 tokens, window 4: the
+     * causal pairs 1 + 2 + 3 + 4 x 7 = 34, scaled like full attention's
+     * 55 causal pairs are to s^2 = 100. Chunks of 4: 10 + 10 + 3 = 23. */
+    ck_assert_double_eq_tol(attn_pairs(MIXER_SLIDING, 4, 10), 34 * 100.0 / 55, 1e-12);
+    ck_assert_double_eq_tol(attn_pairs(MIXER_CHUNKED, 4, 10), 23 * 100.0 / 55, 1e-12);
+    ck_assert_double_eq(attn_pairs(MIXER_SLIDING, 16, 10), 100);
+    ck_assert_double_eq(attn_pairs(MIXER_ATTENTION, 0, 10), 100);
+}
+END_TEST
+
+START_TEST(recurrent_state_bytes)
+{
+    struct model m;
+    struct cost_params cp = {.seq_len = 1, .micro_batch = 1, .tp = 1, .kv_bits = 16};
+    struct layer_cost c;
+    /* Qwen3-Next's Gated DeltaNet: 32 value heads x 128 x 128 state + the
+     * conv's last 3 inputs of 2 x 16 x 128 + 32 x 128 = 8192 channels, at 2
+     * bytes: (524,288 + 24,576) x 2 = 1,097,728 B per layer per request. (Read
+     * as attention heads x head_dim^2 it was 16 x 256^2 x 2 = 2 MiB.) */
+    load_preset(&m, "qwen3-next-80b-a3b");
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_int_eq(m.layer[1].mixer, MIXER_GATED_DELTANET);
+    ck_assert_double_eq(c.state_bytes_per_request, (32.0 * 128 * 128 + 8192 * 3) * 2);
+    ck_assert_double_eq(c.kv_bytes_per_token, 0);
+    model_layer_cost(&m, 4, &cp, &c); /* layer 3: full attention, 2 KV heads of 256 */
+    ck_assert_double_eq(c.kv_bytes_per_token, 2 * 2 * 256 * 2);
+    cp.tp = 2;
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_double_eq(c.state_bytes_per_request, (32.0 * 128 * 128 + 8192 * 3));
+    cp.tp = 1;
+    model_release(&m);
+    /* Nemotron-H 8B's Mamba-2: 128 heads x 64 x state 128 + conv inputs
+     * (8192 + 2 x 8 x 128) x 3, at 2 bytes: 2,158,592 B. */
+    load_preset(&m, "nemotron-h-8b");
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_int_eq(m.layer[1].mixer, MIXER_MAMBA2);
+    ck_assert_double_eq(c.state_bytes_per_request, (128.0 * 64 * 128 + 10240 * 3) * 2);
+    model_release(&m);
+    /* Jamba's Mamba-1: inner 8192 x state 16 + 8192 x 3 conv inputs. */
+    load_preset(&m, "jamba-v0.1");
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_int_eq(m.layer[1].mixer, MIXER_MAMBA);
+    ck_assert_double_eq(c.state_bytes_per_request, (8192.0 * 16 + 8192 * 3) * 2);
+    model_layer_cost(&m, 5, &cp, &c); /* layer 4: attention (period 8, offset 4) */
+    ck_assert_double_eq(c.kv_bytes_per_token, 2 * 8 * 128 * 2);
+    model_release(&m);
+    /* MiniMax's lightning attention: 64 heads x 128 x 128. */
+    load_preset(&m, "minimax-text-01");
+    model_layer_cost(&m, 1, &cp, &c);
+    ck_assert_int_eq(m.layer[1].mixer, MIXER_LIGHTNING);
+    ck_assert_double_eq(c.state_bytes_per_request, 64.0 * 128 * 128 * 2);
+    model_layer_cost(&m, 8, &cp, &c); /* layer 7: softmax */
+    ck_assert_double_eq(c.kv_bytes_per_token, 2 * 8 * 128 * 2);
+    model_release(&m);
+}
+END_TEST
+
+START_TEST(recurrent_layer_flops)
+{
+    /* A Mamba-1 layer of tests/data/models/jamba.json (inner 128, state 4,
+     * conv 4) over s = 8 tokens: weights 2 x 8 x matmul, the scan
+     * 9 x 128 x 4 + D and z 2 x 128 + conv 2 x 128 x 4 per token. */
+    struct model m;
+    struct mp_error err = {0};
+    ck_assert_int_eq(model_load(&m, mp_test_path("tests/data/models/jamba.json"), &err), 0);
+    struct cost_params cp = {.seq_len = 8, .micro_batch = 1, .tp = 1};
+    struct layer_cost c;
+    model_layer_cost(&m, 1, &cp, &c);
+    double scan = 8 * (9.0 * 128 * 4 + 2 * 128 + 2 * 128 * 4);
+    ck_assert_double_eq(c.flops_f, 2 * 8 * m.layer[1].matmul_params + scan);
+    ck_assert_double_eq(c.flops_b, 2 * 8 * m.layer[1].matmul_params + 2 * scan);
+    ck_assert_double_eq(c.kv_bytes_per_token, 0);
+    model_release(&m);
+    /* Nemotron-H's MLP-only layer: no mixer, no KV, no state. */
+    ck_assert_int_eq(model_load(&m, mp_test_path("tests/data/models/nemotron_h.json"), &err), 0);
+    model_layer_cost(&m, 2, &cp, &c);
+    ck_assert_int_eq(m.layer[2].mixer, MIXER_NONE);
+    ck_assert_double_eq(c.flops_f, 2 * 8 * 2 * 64.0 * 128);
+    ck_assert_double_eq(c.kv_bytes_per_token + c.state_bytes_per_request, 0);
+    model_release(&m);
+}
+END_TEST
+
+START_TEST(mtp_modules_in_training)
+{
+    /* tests/data/models/deepseek_v3.json: one MTP module = its MoE block
+     * (38,188, check_arch.c) + eh_proj 2 x 64 x 64 + enorm, hnorm and the
+     * head's norm 3 x 64 = 46,572; outside the model's total. */
+    struct model m;
+    struct mp_error err = {0};
+    ck_assert_int_eq(model_load(&m, mp_test_path("tests/data/models/deepseek_v3.json"), &err), 0);
+    ck_assert_int_eq(m.mtp_modules, 1);
+    ck_assert_double_eq(model_mtp_params(&m), 38188 + 2 * 64.0 * 64 + 3 * 64);
+    ck_assert_double_eq(model_params(&m), 236224);
+    /* Training puts it beside the LM head: its block's passes and a second
+     * head pass. */
+    struct cost_params cp = {.seq_len = 16, .micro_batch = 1, .tp = 1};
+    struct layer_cost head, with;
+    int last = m.n_layers - 1;
+    model_layer_cost(&m, last, &cp, &head);
+    cp.mtp = true;
+    model_layer_cost(&m, last, &cp, &with);
+    double block_f = 2 * 16 * m.mtp.matmul_params + 16 * 16.0 * (2 * 4 * 12 + 2 * 4 * 8);
+    ck_assert_double_eq(with.params, head.params + model_mtp_params(&m));
+    ck_assert_double_eq(with.flops_f, 2 * head.flops_f + block_f);
+    /* fp8 with 16 x 16 blocks: 8 + 32/256 bits for the decoders' matrices
+     * (mixer 21,240, experts 49,152, dense and shared MLP 36,864), bf16 for
+     * the embedding, head, routers and norms (128,968). */
+    ck_assert_double_eq(model_shipped_weight_bytes(&m), (21240 + 49152 + 36864) * 8.125 / 8 +
+                                                            128968.0 * 2);
+    model_release(&m);
+}
+END_TEST
+
 Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -435,6 +664,15 @@ Suite *model_suite(void)
     tcase_add_test(tc, qwen2_moe_mapping);
     tcase_add_test(tc, hybrid_linear_layers);
     tcase_add_test(tc, names_and_arch);
+    tcase_add_loop_test(tc, preset_published_counts, 0, (int)(sizeof presets / sizeof *presets));
+    tcase_add_test(tc, preset_figures_by_hand);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("kinds");
+    tcase_add_test(tc, sliding_window_kv);
+    tcase_add_test(tc, recurrent_state_bytes);
+    tcase_add_test(tc, recurrent_layer_flops);
+    tcase_add_test(tc, mtp_modules_in_training);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("cost");

@@ -159,6 +159,45 @@ START_TEST(smaller_target_packs_tighter_larger_fails)
 }
 END_TEST
 
+/* Per-kind reserves (issue 15), placed evenly on 2 chips of the wafer
+ * system so every stage's per-request figure is a sum a person can check. */
+START_TEST(sliding_and_state_reserves)
+{
+    struct plan_run r;
+    /* Mistral 7B slides over 4096 tokens: at 32768 tokens a stage of 16
+     * layers keeps 16 × 4096 tokens × 4096 B (2 × 8 KV heads × 128 × 2 B),
+     * not 16 × 32768 × 4096. */
+    const char *mistral[] = { "model.config=mistral-7b", "model.weight_bits=16", "model.kv_bits=16",
+                              "inference.placement=even", "parallel.pp=2",
+                              "inference.context_len=32768", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, mistral), MP_OK);
+    ck_assert_double_eq(r.plan.stage[0].kv_window_per_token, 16 * 4096.0);
+    ck_assert_int_eq(r.plan.stage[0].kv_window, 4096);
+    ck_assert_double_eq(r.plan.stage[0].per_request, 16 * 4096.0 * 4096);
+    ck_assert_double_eq(plan_stage_request_bytes(&r.plan.stage[0], 1000), 16 * 1000.0 * 4096);
+    ck_assert_int_eq(r.plan.stage[0].n_full, 16);
+    plan_run_release(&r);
+    /* Jamba: stage 0 holds layers 0-15, 14 Mamba layers of (8192 × 16 +
+     * 8192 × 3) elements and 2 attention layers (4 and 12) of 2 × 8 × 128 per
+     * token, at 16 bits. */
+    const char *jamba[] = { "model.config=jamba-v0.1", "model.weight_bits=16", "model.kv_bits=16",
+                            "inference.placement=even", "parallel.pp=2",
+                            "inference.context_len=1000", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, jamba), MP_ERR_INFEASIBLE); /* 51.6B at 16 bits on 2 wafers */
+    plan_run_release(&r);
+    const char *jamba4[] = { "model.config=jamba-v0.1", "model.weight_bits=4", "model.kv_bits=16",
+                             "inference.placement=even", "parallel.pp=2",
+                             "inference.context_len=1000", "inference.concurrency=1", NULL };
+    ck_assert_int_eq(plan_of(&r, jamba4), MP_OK);
+    ck_assert_int_eq(r.plan.stage[0].n_linear, 14);
+    ck_assert_int_eq(r.plan.stage[0].n_full, 2);
+    ck_assert_double_eq(r.plan.stage[0].state_per_request, 14 * (8192.0 * 16 + 8192 * 3) * 2);
+    ck_assert_double_eq(r.plan.stage[0].per_request,
+                        14 * (8192.0 * 16 + 8192 * 3) * 2 + 2 * 1000.0 * 2 * 8 * 128 * 2);
+    plan_run_release(&r);
+}
+END_TEST
+
 /* placement = even: the training split over parallel.pp chips. */
 START_TEST(even_placement_splits_decoders)
 {
@@ -174,13 +213,19 @@ START_TEST(even_placement_splits_decoders)
 }
 END_TEST
 
-/* The hybrid forms: full_attn_layers (1-based, top level or in
- * linear_attn_config) and full_attention_interval; a layer_types list wins. */
-static int load(struct model *m, const char *extra)
+/* The hybrid forms (models/model_pattern.c): Kimi's linear_attn_config
+ * (full_attn_layers 1-based, the rest linear) and Qwen3-Next's
+ * full_attention_interval; a layer_types list must agree with them. */
+#define KIMI "\"model_type\":\"kimi_k3\","
+#define QNEXT "\"model_type\":\"qwen3_next\",\"linear_num_key_heads\":2," \
+              "\"linear_num_value_heads\":4,\"linear_key_head_dim\":16," \
+              "\"linear_value_head_dim\":16,\"linear_conv_kernel_dim\":4,"
+static int load(struct model *m, const char *family, const char *extra)
 {
     char json[1024];
-    snprintf(json, sizeof json, "{\"hidden_size\":64,\"intermediate_size\":128,"
-             "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}", extra);
+    snprintf(json, sizeof json, "{%s\"hidden_size\":64,\"intermediate_size\":128,"
+             "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}",
+             family, extra);
     struct mp_error err = { 0 };
     int rc = model_load_json(m, json, "t.json", &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
@@ -196,31 +241,45 @@ static void expect_full(const struct model *m, const char *pattern)
 START_TEST(hybrid_layer_forms)
 {
     struct model m;
-    ck_assert_int_eq(load(&m, ",\"full_attn_layers\":[2,6]"), MP_OK);
+    ck_assert_int_eq(load(&m, KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2,6]}"), MP_OK);
     expect_full(&m, "LFLLLF");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"linear_attn_config\":{\"full_attn_layers\":[1,4]}"), MP_OK);
+    ck_assert_int_eq(load(&m, KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[1,4]}"), MP_OK);
     expect_full(&m, "FLLFLL");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"full_attention_interval\":3"), MP_OK);
+    ck_assert_int_eq(load(&m, QNEXT, ",\"full_attention_interval\":3"), MP_OK);
     expect_full(&m, "LLFLLF");
     model_release(&m);
-    ck_assert_int_eq(load(&m, ",\"full_attention_interval\":3,\"layer_types\":[\"full_attention\","
-                              "\"full_attention\",\"full_attention\",\"full_attention\","
-                              "\"full_attention\",\"linear_attention\"]"), MP_OK);
-    expect_full(&m, "FFFFFL");
+    /* A list that says the same as the interval is read; one that does not
+     * is an error naming both. */
+    ck_assert_int_eq(load(&m, QNEXT, ",\"full_attention_interval\":3,\"layer_types\":["
+                              "\"linear_attention\",\"linear_attention\",\"full_attention\","
+                              "\"linear_attention\",\"linear_attention\",\"full_attention\"]"),
+                     MP_OK);
+    expect_full(&m, "LLFLLF");
     model_release(&m);
     struct mp_error err = { 0 };
-    const char *bad[] = { ",\"full_attn_layers\":[0]", ",\"full_attn_layers\":[7]",
-                          ",\"full_attn_layers\":[2,2]", ",\"full_attn_layers\":3",
-                          ",\"full_attention_interval\":0" };
+    static const struct { const char *family, *extra, *key; } bad[] = {
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[0]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[7]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2,2]}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":3}", "full_attn_layers" },
+        { KIMI, ",\"linear_attn_config\":{\"full_attn_layers\":[2],\"kda_layers\":[1,3,4,5]}",
+          "kda_layers" },
+        { KIMI, "", "linear_attn_config" },
+        { QNEXT, ",\"full_attention_interval\":0", "full_attention_interval" },
+        { QNEXT, ",\"full_attention_interval\":3,\"layer_types\":[\"full_attention\","
+                 "\"full_attention\",\"full_attention\",\"full_attention\","
+                 "\"full_attention\",\"linear_attention\"]", "full_attention_interval" },
+    };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        char json[512];
-        snprintf(json, sizeof json, "{\"hidden_size\":64,\"intermediate_size\":128,"
-                 "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}", bad[i]);
+        char json[768];
+        snprintf(json, sizeof json, "{%s\"hidden_size\":64,\"intermediate_size\":128,"
+                 "\"num_attention_heads\":4,\"num_hidden_layers\":6,\"vocab_size\":100%s}",
+                 bad[i].family, bad[i].extra);
         ck_assert_int_eq(model_load_json(&m, json, "t.json", &err), MP_ERR_INPUT);
         ck_assert_ptr_nonnull(strstr(err.msg, "t.json"));
-        ck_assert(strstr(err.msg, "full_attn_layers") || strstr(err.msg, "full_attention_interval"));
+        ck_assert_msg(strstr(err.msg, bad[i].key), "case %zu: no %s in: %s", i, bad[i].key, err.msg);
     }
 }
 END_TEST
@@ -235,6 +294,7 @@ static Suite *plan_suite(void)
     tcase_add_test(tc, wafer_case_json);
     tcase_add_test(tc, smaller_target_packs_tighter_larger_fails);
     tcase_add_test(tc, even_placement_splits_decoders);
+    tcase_add_test(tc, sliding_and_state_reserves);
     tcase_add_test(tc, hybrid_layer_forms);
     suite_add_tcase(s, tc);
     return s;

@@ -206,10 +206,15 @@ END_TEST
 
 /* A transformer (scenarios/uneven-stages.ini: Llama 3 8B, pp 4, 16
  * microbatches of 4096 tokens on H100s) with the limit in bytes. The limit
- * is divided by the largest stage's M_B (the last stage's, 7.0 GB, which
- * holds the LM head's logits), so "10GB" is 1.43 M_B: every stage then stashes
- * at most 10 GB, and the step is longer than at the default limit. "4GB" is
- * 0.571 M_B, below one microbatch: infeasible, in both units. */
+ * is divided by the largest stage's M_B (the last stage's, which holds the
+ * LM head's logits): 8 decoders × 4096 tokens × (norm and block inputs 4h·2
+ * B + Q, K, V, O 10240·2 B + gate, up, product 3·14336·2 B = 139,264 B;
+ * selective recompute, and no dropout masks: the default trains without
+ * dropout) = 4.563 GB, plus the head's 2·4096·4096·2 B + fp32 logits
+ * 4·4096·128256 B = 2.168 GB: 6.731 GB. So "10GB" is 1.49 M_B: every stage
+ * then stashes at most 10 GB, and the step is longer than at the default
+ * limit. "4GB" is 0.594 M_B, below one microbatch: infeasible, in both
+ * units. */
 START_TEST(zb_auto_transformer_limit_in_bytes)
 {
     static const char *const llama[] = {
@@ -234,7 +239,7 @@ START_TEST(zb_auto_transformer_limit_in_bytes)
     const char *four[] = { llama[0], llama[1], llama[2], llama[3], llama[4], llama[5], llama[6],
                            "training.memory_limit=4GB", NULL };
     ck_assert_int_eq(run(&s, four), MP_ERR_INFEASIBLE);
-    ck_assert_ptr_nonnull(strstr(s.res.infeasible_reason, "training.memory_limit = 4 GB is 0.571 M_B"));
+    ck_assert_ptr_nonnull(strstr(s.res.infeasible_reason, "training.memory_limit = 4 GB is 0.594 M_B"));
     sim_release(&s);
 }
 END_TEST

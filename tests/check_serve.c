@@ -10,6 +10,7 @@
 
 #include "sim/serve/serve.h"
 #include "testutil.h"
+#include "viz/load.h"
 #include "viz/timeline.h"
 
 #define US MP_PS_PER_US
@@ -78,7 +79,7 @@ START_TEST(one_request_latency_by_hand)
     mp_time stages = 0, first = 0;
     for (int pass = 0; pass < 4; pass++) {
         struct serve_item it = { .tokens = pass ? 1 : 1000, .past = pass ? 1000 + pass - 1 : 0,
-                                 .emits = true };
+                                 .emits = true, .decode = pass > 0 };
         for (int st = 0; st < 59; st++) stages += serve_stage_time(&s, st, &it, 1);
         if (pass == 0) first = stages;
     }
@@ -90,16 +91,27 @@ START_TEST(one_request_latency_by_hand)
     ck_assert_int_eq(s.res.output_tokens, 4);
     ck_assert_int_eq(s.res.max_inflight, 1);
 
-    /* One stage time by hand: wafer 1 holds one full-attention layer; a
-     * decode token at 1000 cached tokens does
-     *   FLOPs 2 × 577,683,456 active params + 4 × 64 heads × 128 × 1001
-     *       = 1,188,167,680 → / (62.5 PF × 0.8) = 23,763.35 ps, and reads
-     *   bytes 112,688,128 (attention, norms, router, shared experts at 4 bits)
-     *       + 8/720 of 15,854,469,120 (routed experts) + 1001 × 2048 (KV)
-     *       + 2 × 14,336 (activations in and out) ≈ 291.0 MB → 15,392 ps;
-     * the compute side wins: 23,763 ps. */
-    struct serve_item dec = { .tokens = 1, .past = 1000, .emits = true };
-    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 23763);
+    /* One stage time by hand: wafer 1 holds one full-attention MoE layer; a
+     * decode token at 1000 cached tokens runs (hardware/kernels.csv rows of
+     * cerebras-wse3: GEMMs at 62.5 PF × 0.80 with no waves, plus the generic
+     * 128 K elements of per-tile work; memory at 21 PB/s × 0.90; no launch):
+     *   GEMMs, each compute-bound at M = 1, 2·N·(K + 128) FLOPs: qkv
+     *     10240 × 7296, attention out 7168 × 8320, router 720 × 7296, shared
+     *     experts up 8192 × 7296 and down 7168 × 4224, the 8 routed experts
+     *     reached, up 8 × 4096 × 7296 and down 8 × 7168 × 2176: 1,187,008,512
+     *     FLOPs / 5e16 = 23,740.2 ps;
+     *   memory-bound kernels: two norms and two residual adds (2 + 2 + 3 + 3
+     *     passes of 14,336 B), rotary 2 × 72 heads × 128 × 2, top-k 3 × 720 ×
+     *     4, permute and unpermute 2 × 14,336 × 9, SwiGLU 3 × 8,192 and 3 ×
+     *     32,768: 569,792 B / 1.89e16 = 30.1 ps;
+     *   decode attention: 4 × 64 × 128 × 1001 = 32,800,768 FLOPs at the
+     *     generic flash share at d = 128, non-causal, 1001 keys: between
+     *     0.5788 (512) and 0.6555 (1024), 489/512 of the way: 0.6521 →
+     *     32,800,768 / (62.5e15 × 0.6521) = 804.8 ps (its 2.08 MB of KV and
+     *     q/o read at 1.89e16 take 110 ps, less);
+     * 23,740.2 + 30.1 + 804.8 = 24,575 ps. */
+    struct serve_item dec = { .tokens = 1, .past = 1000, .emits = true, .decode = true };
+    ck_assert_int_eq(serve_stage_time(&s, 1, &dec, 1), 24575);
     serve_release(&s);
 
     /* On the real CS-3 chain (1.2 Tb/s) each hop adds the activations' bytes:
@@ -361,18 +373,21 @@ START_TEST(cross_key_and_trace_errors)
 END_TEST
 
 /* The serving timeline (serve_trace.c), read back by the viewer's reader:
- * one compute row per stage pass whose durations add up, per stage, to the
- * report's busy time to the picosecond; one hand-off per pass (to the next
- * stage, or the tokens' return from the last); a KV row per stage at every
- * admission and completion; the same bytes on every run. 40 requests of 64
- * prompt + 8 output tokens on 4 stages, arriving fast enough that passes mix
- * prompt chunks with decode tokens. */
-static char *timeline_text(const struct serve *s, size_t *len)
+ * with --timeline-detail one compute row per stage pass whose durations add
+ * up, per stage, to the report's busy time to the picosecond; one hand-off
+ * per pass (to the next stage, or the tokens' return from the last); a KV
+ * row per stage at every admission and completion; by default one row per
+ * pass instead, on a row per slot; the same bytes on every run; and the
+ * viewer's in-process loader (viz/load.h) gives the detail file's ops. 40
+ * requests of 64 prompt + 8 output tokens on 4 stages, arriving fast enough
+ * that passes mix prompt chunks with decode tokens. */
+static char *timeline_text(const struct serve *s, bool detail, size_t *len)
 {
     char *buf = NULL;
     FILE *f = open_memstream(&buf, len);
     ck_assert_ptr_nonnull(f);
-    serve_timeline_csv(f, s);
+    if (detail) serve_timeline_csv_detail(f, s);
+    else serve_timeline_csv(f, s);
     fclose(f);
     return buf;
 }
@@ -392,54 +407,95 @@ START_TEST(timeline_rows_add_up_to_the_report)
     ck_assert_int_eq(plain.res.makespan, s.res.makespan);
     ck_assert_int_eq(plain.res.events, s.res.events);
 
-    size_t len = 0, len2 = 0;
-    char *text = timeline_text(&s, &len);
+    size_t len = 0, len2 = 0, plen = 0;
+    char *text = timeline_text(&s, true, &len);
     struct timeline tl;
     timeline_init(&tl);
     ck_assert_msg(timeline_read_csv_buffer(&tl, "serve.csv", text, len, &err) == MP_OK, "%s", err.msg);
 
     uint64_t passes = 0;
+    size_t comm = 0, kinds[3] = { 0 };
     for (int st = 0; st < 4; st++) {
-        int chip = s.res.stage[st].chip;
+        int row = timeline_row_of(&tl, s.res.stage[st].chip);
+        ck_assert_int_ge(row, 0);
         passes += s.res.stage[st].passes;
-        ck_assert_uint_eq(timeline_lane(&tl, chip, TL_COMPUTE)->count, s.res.stage[st].passes);
+        const struct tl_lane *l = timeline_lane(&tl, row, TL_COMPUTE);
+        ck_assert_uint_eq(l->n, s.res.stage[st].passes);
+        ck_assert_uint_eq(s.rec->stage[st].n, s.res.stage[st].passes);
         /* A stage runs one pass at a time, so the union is the sum. */
-        ck_assert_int_eq(tl.chips[chip].busy, s.res.stage[st].busy);
-        ck_assert_int_eq(tl.chips[chip].capacity,
+        ck_assert_int_eq(l->busy, s.res.stage[st].busy);
+        ck_assert_int_eq(tl.rows[row].capacity,
                          (int64_t)llround(s.res.stage[st].free_bytes + s.res.stage[st].weights));
         /* Every request has left: KV back to zero, only the weights remain. */
-        const struct tl_mem *last = &tl.mem[tl.chips[chip].mem_first + tl.chips[chip].mem_count - 1];
+        const struct tl_row *r = &tl.rows[row];
+        const struct tl_mem *last = &tl.mem[r->mem_first + r->mem_count - 1];
         ck_assert_int_eq(last->in_use, (int64_t)llround(s.res.stage[st].weights));
+        comm += timeline_lane(&tl, row, TL_COMM)->n;
+        for (size_t k = 0; k < l->n; k++) {
+            uint16_t kind = timeline_info(&tl, l, k)->kind;
+            ck_assert(kind >= TL_KIND_PREFILL && kind <= TL_KIND_MIXED);
+            kinds[kind - TL_KIND_PREFILL]++;
+        }
     }
-    ck_assert_uint_eq(s.rec->n_pass, passes);
-    ck_assert_uint_eq(s.rec->n_hop, passes);
-    size_t comm = 0, kinds[3] = { 0 };
-    for (size_t i = 0; i < tl.n_ops; i++) {
-        if (tl.ops[i].stream == TL_COMM) { comm++; continue; }
-        ck_assert(tl.ops[i].kind >= TL_KIND_PREFILL && tl.ops[i].kind <= TL_KIND_MIXED);
-        kinds[tl.ops[i].kind - TL_KIND_PREFILL]++;
-    }
+    ck_assert_uint_eq(s.rec->n_copies, passes);
+    ck_assert_uint_eq(s.rec->n_hops, passes);
     ck_assert_uint_eq(comm, passes);
     ck_assert_uint_eq(kinds[0] + kinds[1] + kinds[2], passes);
     ck_assert_uint_gt(kinds[1], 0);
     ck_assert_uint_gt(kinds[2], 0);   /* continuous batching: some passes mix */
     /* Weights once per stage, then KV per stage at 40 admissions + 40 exits. */
     ck_assert_uint_eq(tl.n_mem, 4 + 4 * 80);
-    /* Every prompt token went through stage 0 exactly once. */
+    /* Every prompt token went through stage 0 exactly once: a pass is
+     * recorded once, when formed at stage 0. */
     double prompt = 0;
-    for (size_t i = 0; i < s.rec->n_pass; i++)
-        if (s.rec->pass[i].stage == 0) prompt += s.rec->pass[i].prefill_tokens;
+    for (size_t i = 0; i < s.rec->n_pass; i++) prompt += s.rec->pass[i].prefill_tokens;
     ck_assert_double_eq(prompt, 40 * 64);
     ck_assert_double_eq(prompt, s.res.prompt_tokens);
+    ck_assert_uint_eq(s.rec->n_pass, s.res.stage[0].passes);
     char want[64];
     snprintf(want, sizeof want, "%.12f", mp_seconds(s.res.makespan));
     ck_assert_str_eq(timeline_meta(&tl, -1, "step_time_s"), want);
 
+    /* The default file: one row per pass, from its start on stage 0 to its
+     * end on the last stage, a row per slot. */
+    char *ptext = timeline_text(&s, false, &plen);
+    struct timeline pt;
+    timeline_init(&pt);
+    ck_assert_msg(timeline_read_csv_buffer(&pt, "passes.csv", ptext, plen, &err) == MP_OK, "%s", err.msg);
+    ck_assert(pt.rows_by_slot);
+    ck_assert_uint_eq(pt.n_ops, s.rec->n_pass);
+    ck_assert_int_le(pt.n_rows, s.res.slots);
+    ck_assert_int_eq(pt.t_begin, s.rec->stage[0].start[0]);
+    const struct serve_stage_rec *last_stage = &s.rec->stage[3];
+    ck_assert_int_eq(pt.t_end, last_stage->end[last_stage->n - 1]);
+    timeline_release(&pt);
+    free(ptext);
+
     /* Same seed, same bytes. */
     ck_assert_int_eq(serve_run_recorded(&again, &cfg, true, &err), MP_OK);
-    char *text2 = timeline_text(&again, &len2);
+    char *text2 = timeline_text(&again, true, &len2);
     ck_assert_uint_eq(len, len2);
     ck_assert(memcmp(text, text2, len) == 0);
+
+    /* In process, no CSV: the same ops, lane by lane. */
+    struct timeline mem;
+    timeline_init(&mem);
+    viz_load_serve(&mem, &again);
+    ck_assert_uint_eq(mem.n_ops, tl.n_ops);
+    for (int st = 0; st < 4; st++)
+        for (int sm = 0; sm < TL_STREAMS; sm++) {
+            const struct tl_lane *a = timeline_lane(&tl, timeline_row_of(&tl, s.res.stage[st].chip), sm);
+            const struct tl_lane *b = timeline_lane(&mem, timeline_row_of(&mem, s.res.stage[st].chip), sm);
+            ck_assert_uint_eq(a->n, b->n);
+            for (size_t k = 0; k < a->n; k++) {
+                ck_assert_int_eq(a->start[k], b->start[k]);
+                ck_assert_int_eq(a->end[k], b->end[k]);
+                ck_assert_int_eq(timeline_info(&tl, a, k)->kind, timeline_info(&mem, b, k)->kind);
+                ck_assert_int_eq(timeline_info(&tl, a, k)->bytes, timeline_info(&mem, b, k)->bytes);
+            }
+        }
+    ck_assert_uint_eq(mem.n_mem, tl.n_mem);
+    timeline_release(&mem);
     free(text);
     free(text2);
     timeline_release(&tl);

@@ -239,12 +239,12 @@ START_TEST(stage_layers_61_over_16)
     want[15][1] = 62;
     for (int s = 0; s < 16; s++) {
         int lo, hi;
-        sim_stage_layers(61, 16, s, &lo, &hi);
+        sim_stage_layers(61, 16, NULL, s, &lo, &hi);
         ck_assert_int_eq(lo, want[s][0]);
         ck_assert_int_eq(hi, want[s][1]);
     }
     int lo, hi;
-    sim_stage_layers(61, 1, 0, &lo, &hi);
+    sim_stage_layers(61, 1, NULL, 0, &lo, &hi);
     ck_assert_int_eq(lo, 0);
     ck_assert_int_eq(hi, 62);
 }

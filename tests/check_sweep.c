@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "sim/explore/sweep.h"
+#include "sim/train/step_split.h"
 #include "testutil.h"
 
 /* The textbook pipeline: forward 1 ms, backward 1 + 1 ms per stage. */
@@ -403,7 +404,7 @@ START_TEST(resume_refuses_another_sweeps_file)
     /* Same header, but row 1 is for pp=4, which is not point 1. */
     f = fopen(partial, "w");
     fputs("parallel.pp," SWEEP_METRIC_COLUMNS ",feasible,reason\n", f);
-    fputs("4,0.033,1,0,0,1,0,4,,,1,true,\n", f);
+    fputs("4,0.033,1,0,0,1,0,4,,,1,0.024,0,0,0,0,0,0,0.009,0,0,true,\n", f);
     fclose(f);
     ck_assert_int_eq(sweep_run(&g, &base, &opt, NULL, &err), MP_ERR_INPUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "parallel.pp=4 where this sweep's point 1 has 1"));
@@ -476,6 +477,94 @@ START_TEST(best_of_an_unknown_column_suggests)
 }
 END_TEST
 
+/* --chips 8 over pp = 1..8 on the textbook (global batch 8): tp × pp
+ * divides 8 for pp = 1, 2, 4, 8 (dp 8, 4, 2, 1), not for 3, 5, 6, 7. So 8
+ * rows, 4 of them runs, 4 refused with the reason; chips is 8 on every row.
+ * GPipe with dp replicas: m = 8 / dp microbatches per replica, step
+ * (m + pp − 1) × 3 ms: pp 1 → 3 ms, 2 → (2+1)·3 = 9, 4 → (4+3)·3 = 21,
+ * 8 → (8+7)·3 = 45 ms. */
+START_TEST(chips_fixed_derives_dp_and_refuses_what_does_not_divide)
+{
+    struct config base;
+    load_base(&base);
+    struct sweep_grid g;
+    sweep_grid_init(&g);
+    struct mp_error err = { 0 };
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "parallel.pp=1..8", &err), MP_OK);
+    ck_assert_int_eq(sweep_grid_fix_chips(&g, &base, 8, &err), MP_OK);
+    char out[600];
+    snprintf(out, sizeof out, "%s", mp_test_tmpfile(".csv", ""));
+    struct sweep_options opt = { .out = out, .jobs = 2 };
+    ck_assert_int_eq(sweep_run(&g, &base, &opt, NULL, &err), MP_OK);
+    struct sweep_table t;
+    ck_assert_int_eq(sweep_table_load(&t, out, &err), MP_OK);
+    ck_assert_int_eq(t.n_rows, 8);
+    ck_assert_str_eq(t.col[1], "parallel.dp");
+    static const char *const dp[8] = { "8", "4", "", "2", "", "", "", "1" };
+    static const double step[8] = { 0.003, 0.009, 0, 0.021, 0, 0, 0, 0.045 };
+    int cs = sweep_table_col(&t, "step_time_s"), cc = sweep_table_col(&t, "chips");
+    int cr = sweep_table_col(&t, "reason"), feasible = 0;
+    for (int i = 0; i < 8; i++) {
+        ck_assert_str_eq(t.cell[i][1], dp[i]);
+        ck_assert_str_eq(t.cell[i][cc], "8");
+        if (dp[i][0]) {
+            ck_assert(sweep_table_feasible(&t, i));
+            ck_assert_double_eq_tol(sweep_table_num(&t, i, cs), step[i], 1e-15);
+            feasible++;
+        } else {
+            ck_assert(!sweep_table_feasible(&t, i));
+            ck_assert_ptr_nonnull(strstr(t.cell[i][cr], "--chips 8: not divisible by tp 1 × cp 1 × pp"));
+        }
+    }
+    ck_assert_int_eq(feasible, 4);
+    sweep_table_release(&t);
+    /* No point divides 7: an input error naming --chips, before any run. */
+    struct sweep_grid g2;
+    sweep_grid_init(&g2);
+    ck_assert_int_eq(sweep_grid_add(&g2, &base, "parallel.pp=2,4", &err), MP_OK);
+    ck_assert_int_eq(sweep_grid_fix_chips(&g2, &base, 7, &err), MP_ERR_INPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "--chips 7: no point of the grid divides it"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "1×1×2, 1×1×4")); /* tp × cp × pp */
+    /* parallel.dp cannot be varied as well. */
+    ck_assert_int_eq(sweep_grid_add(&g2, &base, "parallel.dp=1,2", &err), MP_OK);
+    ck_assert_int_eq(sweep_grid_fix_chips(&g2, &base, 8, &err), MP_ERR_INPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "parallel.dp is derived"));
+    sweep_grid_release(&g2);
+    sweep_grid_release(&g);
+}
+END_TEST
+
+/* The split columns: in exact decimal seconds, they add up to step_time_s
+ * on every row (here in whole picoseconds, as written). */
+START_TEST(split_columns_add_up_to_the_step)
+{
+    struct config base;
+    load_base(&base);
+    struct sweep_grid g;
+    sweep_grid_init(&g);
+    struct mp_error err = { 0 };
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "synthetic.hop=0,1ms,3ms", &err), MP_OK);
+    ck_assert_int_eq(sweep_grid_add(&g, &base, "training.schedule=gpipe,1f1b", &err), MP_OK);
+    char out[600];
+    snprintf(out, sizeof out, "%s", mp_test_tmpfile(".csv", ""));
+    struct sweep_options opt = { .out = out, .jobs = 1 };
+    ck_assert_int_eq(sweep_run(&g, &base, &opt, NULL, &err), MP_OK);
+    struct sweep_table t;
+    ck_assert_int_eq(sweep_table_load(&t, out, &err), MP_OK);
+    int cs = sweep_table_col(&t, "step_time_s"), c0 = sweep_table_col(&t, "compute_s");
+    ck_assert_int_ge(c0, 0);
+    for (int i = 0; i < t.n_rows; i++) {
+        long long sum = 0;
+        for (int k = 0; k < N_SPLIT; k++) sum += llround(sweep_table_num(&t, i, c0 + k) * 1e12);
+        ck_assert_int_eq(sum, llround(sweep_table_num(&t, i, cs) * 1e12));
+        /* no FLOP count: mfu is empty, not 0 */
+        ck_assert_str_eq(t.cell[i][sweep_table_col(&t, "mfu")], "");
+    }
+    sweep_table_release(&t);
+    sweep_grid_release(&g);
+}
+END_TEST
+
 static Suite *sweep_suite(void)
 {
     Suite *s = suite_create("sweep");
@@ -492,6 +581,8 @@ static Suite *sweep_suite(void)
     tcase_add_test(tc, resume_refuses_another_sweeps_file);
     tcase_add_test(tc, best_ranks_and_explains_neighbours);
     tcase_add_test(tc, best_of_an_unknown_column_suggests);
+    tcase_add_test(tc, chips_fixed_derives_dp_and_refuses_what_does_not_divide);
+    tcase_add_test(tc, split_columns_add_up_to_the_step);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -116,10 +116,13 @@ static int count_ops(const struct sim *s, int comm, int tag)
 /* Megatron: per microbatch and decoder 2 all-reduces forward and 2 backward,
  * plus the embedding's output and the LM head's input gradient: m(4L + 2).
  * With SP: an all-gather and a reduce-scatter around each block each way
- * (8 per decoder), the embedding's reduce-scatter, the LM head's all-gather
- * forward and reduce-scatter backward: m(8L + 3). Everything is serial on
- * one stage, so the step is compute + TP comm + optimizer exactly, and all
- * the TP time is exposed. */
+ * (8 per decoder), and in the backward the all-gather of each block's
+ * stashed (sharded) input for its weight gradient (2 more), the embedding's
+ * reduce-scatter, the LM head's all-gather forward and reduce-scatter
+ * backward: m(10L + 3), of them m(6L + 1) all-gathers. Without SP
+ * everything is serial on one stage, so the step is compute + TP comm + the
+ * gradient norm's all-reduce over the 4 TP ranks (the only DP-kind op with
+ * dp = 1) + optimizer exactly, and all the TP time is exposed. */
 START_TEST(tp_and_sp_collectives_per_step)
 {
     struct sim s;
@@ -127,11 +130,16 @@ START_TEST(tp_and_sp_collectives_per_step)
     ck_assert_int_eq(run(&s, tp), MP_OK);
     ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_REDUCE), 2 * (4 * 4 + 2));
     ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (4 * 4 + 2));
-    mp_time comm = 0;
-    for (int i = 0; i < s.g.n_ops; i++)
+    mp_time comm = 0, norm = 0;
+    for (int i = 0; i < s.g.n_ops; i++) {
         if (s.g.ops[i].comm == COMM_TP) comm += s.g.ops[i].duration;
+        if (s.g.ops[i].comm == COMM_DP) norm += s.g.ops[i].duration;
+    }
+    ck_assert_int_eq(count_ops(&s, COMM_DP, TAG_ALL_REDUCE), 1);
+    /* 4 bytes over 4 chips: 6 steps of 5 µs (and 1 byte each at 100 GB/s). */
+    ck_assert_int_eq(norm, 6 * (llround(1 * 1e12 / 100e9) + 5000000));
     ck_assert_int_eq(s.res.stage[0].exposed_comm[COMM_TP], comm);
-    ck_assert_int_eq(s.res.step_time, s.res.stage[0].busy + comm);
+    ck_assert_int_eq(s.res.step_time, s.res.stage[0].busy + comm + norm);
     ck_assert_double_eq_tol(s.res.exposed_comm_s[COMM_TP], mp_seconds(comm), 1e-12);
     /* One all-reduce of s·b·h·2 bytes = 2 MiB over 4 chips: 6 × (512 KiB at
      * 100 GB/s + 5 µs). */
@@ -144,8 +152,8 @@ START_TEST(tp_and_sp_collectives_per_step)
     sim_release(&s);
     const char *sp[] = { "parallel.tp=4", "parallel.sp=true", "training.global_batch=2", NULL };
     ck_assert_int_eq(run(&s, sp), MP_OK);
-    ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (8 * 4 + 3));
-    ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_GATHER), 2 * (4 * 4 + 1));
+    ck_assert_int_eq(count_ops(&s, COMM_TP, -1), 2 * (10 * 4 + 3));
+    ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_ALL_GATHER), 2 * (6 * 4 + 1));
     ck_assert_int_eq(count_ops(&s, COMM_TP, TAG_REDUCE_SCATTER), 2 * (4 * 4 + 2));
     sim_release(&s);
 }
@@ -233,6 +241,108 @@ START_TEST(dp_overlap_hides_gradient_sync)
 }
 END_TEST
 
+/* The step work after the last backward (issue 14), dp = 4, ZeRO 1, on the
+ * switch's A100s (memory at 2.04 TB/s × 0.833, 2.6 us a launch): the
+ * gradient norm reads the owned fp32 gradients, P/4 × 4 B; the Adam step
+ * reads gradient, master and both moments (16 B) and writes master, moments
+ * and the bf16 weights (14 B) for the P/4 owned parameters, and zeroes the
+ * P × 4 B of gradients the chip holds, in two launches. With bf16
+ * gradients and moments (training.grad_reduce, optimizer_state) the same
+ * counts are 2 B, 2 + 4 + 2·2 read and 4 + 2·2 + 2 written, and 2 B held;
+ * the gradient buffer then holds 2 B per parameter and the optimizer state
+ * 4 + 2·2 + 4 (the fp32 gradient copy) over 4. */
+START_TEST(step_work_by_the_precision_recipe)
+{
+    static const struct { const char *grad, *opt; double g, o, adam, held, state; } cases[] = {
+        { "fp32", "fp32", 4, 4, 30, 4, 12 },
+        { "bf16", "bf16", 2, 2, 10 + 10, 2, 12 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char g[64], o[64];
+        snprintf(g, sizeof g, "training.grad_reduce=%s", cases[i].grad);
+        snprintf(o, sizeof o, "training.optimizer_state=%s", cases[i].opt);
+        const char *sets[] = { "parallel.dp=4", "training.global_batch=8", "training.zero=1",
+                               g, o, NULL };
+        struct sim s;
+        ck_assert_int_eq(run(&s, sets), MP_OK);
+        double p = model_params(&s.model), bw = 2.04e12 * 0.833, launch = 2.6e-6;
+        ck_assert_double_eq_tol(s.res.stage[0].mem[MEM_GRADS], cases[i].held * p, 1e-6 * p);
+        ck_assert_double_eq_tol(s.res.stage[0].mem[MEM_OPTIMIZER], cases[i].state * p / 4,
+                                1e-6 * p);
+        double want[2] = { p / 4 * cases[i].g / bw + launch,
+                           (p / 4 * cases[i].adam + p * cases[i].held) / bw + 2 * launch };
+        int k = 0;
+        for (int j = 0; j < s.g.n_ops && k < 2; j++)
+            if (s.g.ops[j].tag == TAG_OPTIMIZER) {
+                ck_assert_double_eq_tol(mp_seconds(s.g.ops[j].duration), want[k], 1e-9);
+                k++;
+            }
+        ck_assert_int_eq(k, 2);
+        sim_release(&s);
+    }
+}
+END_TEST
+
+/* training.overlap_param_gather: ZeRO-1's weight all-gather runs at the
+ * step's start, in gradient-bucket-sized pieces, under the first forward
+ * (which waits for the first piece only), not after the optimizer: the step
+ * is shorter by about the gather, and the last op is the optimizer's. */
+START_TEST(overlap_param_gather_moves_the_gather_off_the_end)
+{
+    struct sim a, b;
+    const char *off[] = { "parallel.dp=4", "training.global_batch=8", "training.zero=1",
+                          "training.dp_bucket=10MB", NULL };
+    const char *on[] = { "parallel.dp=4", "training.global_batch=8", "training.zero=1",
+                         "training.dp_bucket=10MB", "training.overlap_param_gather=true", NULL };
+    ck_assert_int_eq(run(&a, off), MP_OK);
+    ck_assert_int_eq(run(&b, on), MP_OK);
+    ck_assert_int_eq(count_ops(&a, COMM_DP, TAG_ALL_GATHER), 1);
+    /* One gather per 10 MB of fp32 gradients' worth of parameters. */
+    double p = model_params(&b.model);
+    ck_assert_int_eq(count_ops(&b, COMM_DP, TAG_ALL_GATHER), (int)ceil(p * 4 / 10e6));
+    ck_assert_int_lt(b.res.step_time, a.res.step_time);
+    mp_time last_opt = 0, last_ag = 0;
+    for (int j = 0; j < b.g.n_ops; j++) {
+        if (b.g.ops[j].tag == TAG_OPTIMIZER && b.e.end[j] > last_opt) last_opt = b.e.end[j];
+        if (b.g.ops[j].comm == COMM_DP && b.g.ops[j].tag == TAG_ALL_GATHER && b.e.end[j] > last_ag)
+            last_ag = b.e.end[j];
+    }
+    ck_assert_int_eq(b.res.step_time, last_opt);
+    ck_assert_int_lt(last_ag, last_opt);
+    sim_release(&a);
+    sim_release(&b);
+}
+END_TEST
+
+/* --breakdown's figures are the stage costs: one microbatch's forward by
+ * kernel class adds up to the stage's t_f (each of its parts rounded to
+ * the picosecond once). */
+START_TEST(breakdown_adds_up_to_the_stage_costs)
+{
+    struct sim s;
+    const char *sets[] = { "parallel.pp=2", "training.global_batch=4", NULL };
+    struct config cfg;
+    config_defaults(&cfg);
+    char m[600], y[600];
+    snprintf(m, sizeof m, "model.config=%s", small_model());
+    snprintf(y, sizeof y, "hardware.system=%s", switch8());
+    ck_assert_int_eq(config_set(&cfg, m, "t", &err), MP_OK);
+    ck_assert_int_eq(config_set(&cfg, y, "t", &err), MP_OK);
+    for (const char *const *x = sets; *x; x++) ck_assert_int_eq(config_set(&cfg, *x, "t", &err), MP_OK);
+    struct sim_options opts = { .breakdown = true };
+    ck_assert_int_eq(sim_run(&s, &cfg, &opts, &err), MP_OK);
+    for (int st = 0; st < s.prog.stages; st++) {
+        const struct time_breakdown *f = &s.stage_bd[(size_t)st * N_BD + BD_F];
+        double sum = 0;
+        for (int c = 0; c < N_CT; c++) sum += f->s[c];
+        ck_assert_double_eq_tol(sum, mp_seconds(s.stage_cost[st].t_f), 1e-9);
+        ck_assert_int_gt(f->kernels, 0);
+        ck_assert_int_ge(f->row[CT_GEMM], 0);
+    }
+    sim_release(&s);
+}
+END_TEST
+
 /* TSP holds 1/D of everything: activations as TP+SP, plus gathered layers. */
 START_TEST(tsp_shards_activations_and_adds_buffers)
 {
@@ -305,6 +415,9 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, tp_overlap_hides_backward_all_reduce);
     tcase_add_test(tc, zero_memory_and_traffic);
     tcase_add_test(tc, dp_overlap_hides_gradient_sync);
+    tcase_add_test(tc, step_work_by_the_precision_recipe);
+    tcase_add_test(tc, overlap_param_gather_moves_the_gather_off_the_end);
+    tcase_add_test(tc, breakdown_adds_up_to_the_stage_costs);
     tcase_add_test(tc, tsp_shards_activations_and_adds_buffers);
     tcase_add_test(tc, every_schedule_finishes_with_tp_and_dp);
     tcase_add_test(tc, bad_values_of_the_new_keys);

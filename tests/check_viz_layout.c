@@ -20,7 +20,7 @@
 #include "viz/timeline.h"
 
 #define MS MP_PS_PER_MS
-#define GiB ((int64_t)1 << 30)
+#define GB ((int64_t)1000000000)
 
 static void load(struct timeline *tl, const char *rel)
 {
@@ -30,13 +30,25 @@ static void load(struct timeline *tl, const char *rel)
     ck_assert_msg(rc == MP_OK, "%s: %s", rel, err.msg);
 }
 
+/* The op of `kind` and microbatch `mb` on `chip` (chunk any), unpacked. */
+static struct tl_op op_buf;
 static const struct tl_op *find_op(const struct timeline *tl, int chip, int kind, int mb)
 {
-    for (size_t i = 0; i < tl->n_ops; i++) {
-        const struct tl_op *o = &tl->ops[i];
-        if (o->chip == chip && o->kind == kind && o->microbatch == mb) return o;
-    }
+    int r = timeline_row_of(tl, chip);
+    for (int s = 0; r >= 0 && s < TL_STREAMS; s++)
+        for (size_t k = 0; k < tl->rows[r].lane[s].n; k++) {
+            timeline_get_op(tl, r, s, k, &op_buf);
+            if (op_buf.kind == kind && op_buf.microbatch == mb) return &op_buf;
+        }
     return NULL;
+}
+
+/* Op k of a row's compute lane. */
+static struct tl_op lane_op(const struct timeline *tl, int row, size_t k)
+{
+    struct tl_op o;
+    timeline_get_op(tl, row, TL_COMPUTE, k, &o);
+    return o;
 }
 
 /* ---- reading ---- */
@@ -68,7 +80,7 @@ START_TEST(test_read_gpipe)
     ck_assert_uint_eq(tl.n_ops, 64);
     ck_assert_int_eq(tl.n_rows, 4);
     for (int i = 0; i < 4; i++) {
-        ck_assert_int_eq(tl.rows[i], i);
+        ck_assert_int_eq(tl.rows[tl.order[i]].key, i);
         for (int k = 0; k < 8; k++) {
             const struct tl_op *f = find_op(&tl, i, TL_KIND_F, k);
             ck_assert_ptr_nonnull(f);
@@ -80,14 +92,18 @@ START_TEST(test_read_gpipe)
             ck_assert_int_eq(b->end, b->start + 2 * MS);
             ck_assert_int_eq(f->layer_first, 4 * i);
         }
-        ck_assert_double_eq_tol(timeline_utilization(&tl, i), 24.0 / 33.0, 1e-12);
-        /* Weights 2 GiB + all 8 stashed activations of 1 GiB. */
-        ck_assert_int_eq(tl.chips[i].peak_mem, 10 * GiB);
-        ck_assert_int_eq(tl.chips[i].capacity, 16 * GiB);
+        int r = timeline_row_of(&tl, i);
+        ck_assert_double_eq_tol(timeline_utilization(&tl, r), 24.0 / 33.0, 1e-12);
+        /* Weights 2 GB + all 8 stashed activations of 1 GB. */
+        ck_assert_int_eq(tl.rows[r].peak_mem, 10 * GB);
+        ck_assert_int_eq(tl.rows[r].capacity, 16 * GB);
     }
     ck_assert_int_eq(tl.t_begin, 0);
     ck_assert_int_eq(tl.t_end, 33 * MS);
+    /* Every idle moment waits for another stage: bubble = idle = 3/11. */
+    ck_assert_double_eq_tol(tl.idle, 3.0 / 11.0, 1e-12);
     ck_assert_double_eq_tol(tl.bubble, 3.0 / 11.0, 1e-12);
+    ck_assert_double_eq_tol(tl.exposed_comm, 0, 1e-12);
     ck_assert_str_eq(timeline_meta(&tl, -1, "schedule"), "gpipe");
     ck_assert_ptr_null(timeline_meta(&tl, 0, "schedule"));
     timeline_release(&tl);
@@ -102,15 +118,23 @@ START_TEST(test_read_1f1b_matches_generator)
     timeline_init(&gen);
     ck_assert_int_eq(timeline_textbook(&gen, "1f1b", 4, 8, MS, 2 * MS, &err), MP_OK);
     ck_assert_uint_eq(tl.n_ops, gen.n_ops);
-    for (size_t i = 0; i < tl.n_ops; i++) {
-        ck_assert_int_eq(tl.ops[i].start, gen.ops[i].start);
-        ck_assert_int_eq(tl.ops[i].end, gen.ops[i].end);
-        ck_assert_int_eq(tl.ops[i].kind, gen.ops[i].kind);
+    ck_assert_int_eq(tl.n_rows, gen.n_rows);
+    for (int r = 0; r < tl.n_rows; r++) {
+        const struct tl_lane *a = timeline_lane(&tl, r, TL_COMPUTE), *b = timeline_lane(&gen, r, TL_COMPUTE);
+        ck_assert_uint_eq(a->n, b->n);
+        for (size_t k = 0; k < a->n; k++) {
+            struct tl_op x = lane_op(&tl, r, k), y = lane_op(&gen, r, k);
+            ck_assert_int_eq(x.start, y.start);
+            ck_assert_int_eq(x.end, y.end);
+            ck_assert_int_eq(x.kind, y.kind);
+            ck_assert_int_eq(x.has_released, y.has_released);
+            ck_assert_int_eq(timeline_released(&tl, r, TL_COMPUTE, k), timeline_released(&gen, r, TL_COMPUTE, k));
+        }
     }
     ck_assert_int_eq(tl.t_end, 33 * MS);
     ck_assert_double_eq_tol(tl.bubble, 3.0 / 11.0, 1e-12);
     /* 1F1B keeps at most p − i microbatches in flight on stage i. */
-    for (int i = 0; i < 4; i++) ck_assert_int_eq(tl.chips[i].peak_mem, (2 + 4 - i) * GiB);
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(tl.rows[timeline_row_of(&tl, i)].peak_mem, (2 + 4 - i) * GB);
     /* Stage 3 alternates at once: F0 [3,4], BW0 [4,6], F1 [6,7]. */
     ck_assert_int_eq(find_op(&tl, 3, TL_KIND_BW, 0)->start, 4 * MS);
     ck_assert_int_eq(find_op(&tl, 3, TL_KIND_F, 1)->start, 6 * MS);
@@ -126,12 +150,14 @@ START_TEST(test_read_example)
     load(&tl, "viz/examples/small.csv");
     ck_assert_uint_eq(tl.n_ops, 21);
     ck_assert(tl.has_comm && tl.has_mem);
-    ck_assert_int_eq(tl.chips[1].node, 1);
+    ck_assert(!tl.has_released && !tl.has_ids);   /* the original 13 columns only */
+    ck_assert_int_eq(tl.rows[timeline_row_of(&tl, 1)].node, 1);
     const struct tl_op *s = find_op(&tl, 0, TL_KIND_SEND, 0);
     ck_assert_ptr_nonnull(s);
-    ck_assert_str_eq(timeline_label(&tl, s), "activations mb0, stage 0 -> 1");
     ck_assert_int_eq(s->bytes, 268435456);
     ck_assert_int_eq(s->stream, TL_COMM);
+    const struct tl_lane *sl = timeline_lane(&tl, timeline_row_of(&tl, 0), TL_COMM);
+    ck_assert_str_eq(timeline_label_of(&tl, timeline_info(&tl, sl, 0)), "activations mb0, stage 0 -> 1");
     uint16_t rec = timeline_kind_id(&tl, "recompute");
     ck_assert_int_ge(rec, TL_KIND_CUSTOM);
     ck_assert_ptr_nonnull(find_op(&tl, 1, rec, 1));
@@ -142,7 +168,7 @@ START_TEST(test_read_example)
     ck_assert_int_eq(timeline_kind_id(&tl, "mixed"), TL_KIND_MIXED);
     ck_assert_uint_ne(viz_kind_color(TL_KIND_MIXED), VIZ_UNKNOWN_OP);
     ck_assert_uint_ne(viz_kind_color(TL_KIND_PREFILL), viz_kind_color(TL_KIND_DECODE));
-    ck_assert_int_eq(tl.chips[0].peak_mem, 4 * GiB);
+    ck_assert_int_eq(tl.rows[timeline_row_of(&tl, 0)].peak_mem, 4LL << 30);
     ck_assert_str_eq(timeline_meta(&tl, -1, "mfu"), "0.41");
     timeline_release(&tl);
 }
@@ -158,22 +184,47 @@ static const struct bad {
 } bads[] = {
     { NULL, "", "empty file" },
     { NULL, "chip,stage,stream,kind,mb,chunk,layer_first,layer_last,start_s,end_s,bytes,mem_bytes,label\n",
-      ":1: the header row must be exactly" },
+      ":1:24: the header row must start with exactly" },
     { "0,0,compute,F,0,0,0,3,0,0.001,0,,x\n0,0,compute,F,1,0,0,3,0.001,0.002\n",
-      NULL, ":3: expected 13 columns" },
+      NULL, ":3:1: expected 13 columns, as in the header, got 10" },
+    /* Character 23 of "0,0,compute,F,1,0,0,3,soon,..." is where "soon" starts. */
     { "0,0,compute,F,0,0,0,3,0,0.001,0,,x\n0,0,compute,F,1,0,0,3,soon,0.002,0,,x\n",
-      NULL, ":3: column start_s: expected a time in seconds" },
-    { "0,0,compute,F,0,0,0,3,0.002,0.001,0,,x\n", NULL, ":2: end_s 0.001 is before start_s 0.002" },
-    { "-3,0,compute,F,0,0,0,3,0,0.001,0,,x\n", NULL, ":2: column chip: expected a chip index >= 0" },
-    { "0,0,gpu,F,0,0,0,3,0,0.001,0,,x\n", NULL, "expected compute, comm, memory or meta" },
-    { "0,0,compute,,0,0,0,3,0,0.001,0,,x\n", NULL, ":2: column kind" },
-    { "0,0,compute,F,zero,0,0,3,0,0.001,0,,x\n", NULL, ":2: column microbatch" },
-    { "0,0,compute,F,0,0,0,3,0,0.001,-5,,x\n", NULL, ":2: column bytes" },
-    { "-1,-1,meta,meta,-1,,,,0,0,0,,no equals sign\n", NULL, ":2: column label: a meta row" },
-    { "0,-1,memory,mem,-1,,,,0.001,0.001,5,,weights\n", NULL, ":2: column mem_bytes" },
-    { "0,-1,memory,mem,-1,,,,0.001,0.002,5,5,weights\n", NULL, ":2: a memory row has start_s = end_s" },
-    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x\"y\n", NULL, ":2: malformed CSV" },
+      NULL, ":3:23: column start_s: expected a time in seconds" },
+    { "0,0,compute,F,0,0,0,3,0.002,0.001,0,,x\n", NULL, ":2:29: end_s 0.001 is before start_s 0.002" },
+    { "-3,0,compute,F,0,0,0,3,0,0.001,0,,x\n", NULL, ":2:1: column chip: expected a chip index in 0..1048575" },
+    /* A chip index of 10^8 is refused before anything is allocated for it. */
+    { "100000000,0,compute,F,0,0,0,3,0,0.001,0,,x\n", NULL,
+      ":2:1: column chip: expected a chip index in 0..1048575 (the viewer's limit" },
+    { "0,0,gpu,F,0,0,0,3,0,0.001,0,,x\n", NULL, ":2:5: column stream: expected compute, comm, memory or meta" },
+    { "0,0,compute,,0,0,0,3,0,0.001,0,,x\n", NULL, ":2:13: column kind" },
+    { "0,0,compute,F,zero,0,0,3,0,0.001,0,,x\n", NULL, ":2:15: column microbatch" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,-5,,x\n", NULL, ":2:31: column bytes" },
+    { "-1,-1,meta,meta,-1,,,,0,0,0,,no equals sign\n", NULL, ":2:30: column label: a meta row" },
+    { "0,-1,memory,mem,-1,,,,0.001,0.001,5,,weights\n", NULL, ":2:37: column mem_bytes" },
+    { "0,-1,memory,mem,-1,,,,0.001,0.002,5,5,weights\n", NULL, ":2:29: a memory row has start_s = end_s" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x\"y\n", NULL, ":2:1: malformed CSV" },
     { "0,0,compute,F,0,0,0,3,0,0.001,0,,\"never closed\n", NULL, "malformed CSV at end of file" },
+};
+
+/* The columns added after the first 13. */
+static const char H2[] =
+    "chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,end_s,bytes,mem_bytes,"
+    "label,op,released_by,microbatch2,chunk2,direction,direction2,comm\n";
+
+static const struct bad bads2[] = {
+    /* Op 7 names op 9 as what released it; no row has id 9. Line 3, and
+     * character 42 is where "9" starts in "0,0,compute,F,1,0,0,3,0.001,0.002,0,,x,7,9,...". */
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x,5,,-1,-1,,,\n0,0,compute,F,1,0,0,3,0.001,0.002,0,,x,7,9,-1,-1,,,\n",
+      NULL, ":3:42: column released_by: op 9 does not exist" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x,5,,-1,-1,,,\n0,0,compute,F,1,0,0,3,0.001,0.002,0,,x,5,,-1,-1,,,\n",
+      NULL, ":3: column op: id 5 is taken already (line 2)" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x,5,,-1,-1,sideways,,\n", NULL,
+      ":2:45: column direction: expected down, up or empty" },
+    { "0,0,comm,send,0,0,0,3,0,0.001,0,,x,5,,-1,-1,,,xp\n", NULL, ":2:47: column comm: expected tp" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x,-7,,-1,-1,,,\n", NULL, ":2:36: column op: expected an op id" },
+    { "-1,-1,meta,meta,-1,,,,0,0,0,,rows=sideways,,,,,,,\n", NULL, ":2:30: meta rows: expected rows=chips" },
+    { "0,0,compute,F,0,0,0,3,0,0.001,0,,x,5,,-1,-1,,,\n-1,-1,meta,meta,-1,,,,0,0,0,,rows=slots,,,,,,,\n",
+      NULL, ":3:30: meta rows=slots must come before the first op row" },
 };
 
 START_TEST(test_malformed)
@@ -191,6 +242,65 @@ START_TEST(test_malformed)
                   err.msg, b->want);
     ck_assert_msg(strstr(err.msg, path) != NULL, "case %d: message names no file", _i);
     timeline_release(&tl);
+}
+END_TEST
+
+START_TEST(test_malformed_new_columns)
+{
+    const struct bad *b = &bads2[_i];
+    char text[1024];
+    snprintf(text, sizeof text, "%s%s", H2, b->body);
+    const char *path = mp_test_tmpfile(".csv", text);
+    struct timeline tl;
+    struct mp_error err = { 0 };
+    timeline_init(&tl);
+    ck_assert_int_eq(timeline_read_csv(&tl, path, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, b->want) != NULL, "case %d: message \"%s\" lacks \"%s\"", _i,
+                  err.msg, b->want);
+    ck_assert_msg(strstr(err.msg, path) != NULL, "case %d: message names no file", _i);
+    timeline_release(&tl);
+}
+END_TEST
+
+START_TEST(test_header_extra_columns)
+{
+    /* Extra columns in any order after the first 13; an unknown one is an error. */
+    char text[1024];
+    snprintf(text, sizeof text, "%s",
+             "chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,start_s,end_s,bytes,"
+             "mem_bytes,label,released_by,op\n"
+             "0,0,compute,F,0,0,0,3,0,0.001,0,,a,,1\n0,0,compute,F,1,0,0,3,0.001,0.002,0,,b,1,2\n");
+    struct timeline tl;
+    struct mp_error err = { 0 };
+    timeline_init(&tl);
+    ck_assert_msg(timeline_read_csv(&tl, mp_test_tmpfile(".csv", text), &err) == MP_OK, "%s", err.msg);
+    ck_assert(tl.has_released && tl.has_ids);
+    /* Op 2 (F mb 1) was released by op 1 (F mb 0): global op 0 of the lane. */
+    ck_assert_uint_eq(timeline_released(&tl, 0, TL_COMPUTE, 1), 0);
+    ck_assert_uint_eq(timeline_released(&tl, 0, TL_COMPUTE, 0), TL_NONE);
+    timeline_release(&tl);
+    snprintf(text, sizeof text, "%s", "chip,stage,stream,kind,microbatch,chunk,layer_first,layer_last,"
+             "start_s,end_s,bytes,mem_bytes,label,colour\n");
+    timeline_init(&tl);
+    ck_assert_int_eq(timeline_read_csv(&tl, mp_test_tmpfile(".csv", text), &err), MP_ERR_INPUT);
+    ck_assert_ptr_nonnull(strstr(err.msg, ":1:100: unknown column \"colour\""));
+    timeline_release(&tl);
+}
+END_TEST
+
+START_TEST(test_old_format_opens)
+{
+    /* A file of the original 13 columns (written before op ids existed):
+     * the same ops and figures, only without released_by. */
+    struct timeline a, b;
+    load(&a, "tests/data/viz/old_13col_gpipe_p4_m8.csv");
+    load(&b, "tests/data/viz/gpipe_p4_m8.csv");
+    ck_assert_uint_eq(a.n_ops, b.n_ops);
+    ck_assert(!a.has_released && b.has_released);
+    ck_assert_int_eq(a.t_end, b.t_end);
+    ck_assert_double_eq_tol(a.idle, b.idle, 1e-12);
+    timeline_release(&a);
+    timeline_release(&b);
 }
 END_TEST
 
@@ -216,13 +326,23 @@ START_TEST(test_roundtrip)
     ck_assert_msg(timeline_read_csv(&b, path, &err) == MP_OK, "%s", err.msg);
     ck_assert_uint_eq(a.n_ops, b.n_ops);
     ck_assert_uint_eq(a.n_mem, b.n_mem);
-    for (size_t i = 0; i < a.n_ops; i++) {
-        ck_assert_int_eq(a.ops[i].start, b.ops[i].start);
-        ck_assert_int_eq(a.ops[i].end, b.ops[i].end);
-        ck_assert_int_eq(a.ops[i].bytes, b.ops[i].bytes);
-        ck_assert_str_eq(timeline_label(&a, &a.ops[i]), timeline_label(&b, &b.ops[i]));
-        ck_assert_str_eq(timeline_kind_name(&a, a.ops[i].kind), timeline_kind_name(&b, b.ops[i].kind));
-    }
+    ck_assert_int_eq(a.n_rows, b.n_rows);
+    for (int r = 0; r < a.n_rows; r++)
+        for (int st = 0; st < TL_STREAMS; st++) {
+            const struct tl_lane *la = timeline_lane(&a, r, st), *lb = timeline_lane(&b, r, st);
+            ck_assert_uint_eq(la->n, lb->n);
+            for (size_t k = 0; k < la->n; k++) {
+                struct tl_op x, y;
+                timeline_get_op(&a, r, st, k, &x);
+                timeline_get_op(&b, r, st, k, &y);
+                ck_assert_int_eq(x.start, y.start);
+                ck_assert_int_eq(x.end, y.end);
+                ck_assert_int_eq(x.bytes, y.bytes);
+                ck_assert_str_eq(timeline_label_of(&a, timeline_info(&a, la, k)),
+                                 timeline_label_of(&b, timeline_info(&b, lb, k)));
+                ck_assert_str_eq(timeline_kind_name(&a, x.kind), timeline_kind_name(&b, y.kind));
+            }
+        }
     for (size_t i = 0; i < a.n_mem; i++) ck_assert_int_eq(a.mem[i].in_use, b.mem[i].in_use);
     ck_assert_str_eq(timeline_meta(&b, -1, "scenario"), "hand-made two-stage example");
     timeline_release(&a);
@@ -239,8 +359,9 @@ START_TEST(test_busy_is_union)
     o.start = 1 * MS; o.end = 3 * MS; timeline_add_op(&tl, &o, NULL);
     o.start = 5 * MS; o.end = 6 * MS; timeline_add_op(&tl, &o, "late");
     timeline_finish(&tl);
-    ck_assert_int_eq(tl.chips[0].busy, 4 * MS);
-    ck_assert_double_eq_tol(tl.bubble, 1.0 - 4.0 / 6.0, 1e-12);
+    ck_assert_int_eq(tl.rows[0].lane[TL_COMPUTE].busy, 4 * MS);
+    ck_assert_double_eq_tol(tl.idle, 1.0 - 4.0 / 6.0, 1e-12);
+    ck_assert_ptr_nonnull(tl.rows[0].lane[TL_COMPUTE].maxend); /* they overlap */
     mp_time t;
     ck_assert(timeline_next_event(&tl, 0, +1, &t));
     ck_assert_int_eq(t, 1 * MS);
@@ -284,26 +405,28 @@ START_TEST(test_box_columns_exact)
     viz_layout_geom(&g, &sc, &v);
     ck_assert_int_eq(g.plot_x0, VIZ_LABEL_W);
     int x0, x1;
-    ck_assert(viz_op_columns(&g, &v, &tl.ops[0], &x0, &x1));
+    const struct tl_lane *l = timeline_lane(&tl, 0, TL_COMPUTE);
+    ck_assert(viz_span_columns(&g, &v, l->start[0], l->end[0], &x0, &x1));
     ck_assert_int_eq(x0, 212); ck_assert_int_eq(x1, 312);
-    ck_assert(viz_op_columns(&g, &v, &tl.ops[1], &x0, &x1));
+    ck_assert(viz_span_columns(&g, &v, l->start[1], l->end[1], &x0, &x1));
     ck_assert_int_eq(x0, 312); ck_assert_int_eq(x1, 512);
-    ck_assert(viz_op_columns(&g, &v, &tl.ops[2], &x0, &x1));
+    ck_assert(viz_span_columns(&g, &v, l->start[2], l->end[2], &x0, &x1));
     ck_assert_int_eq(x0, 612); ck_assert_int_eq(x1, 662);
     /* Panning by half a millisecond moves every box 50 px left. */
     v.t0 = 0.5 * MS;
-    ck_assert(viz_op_columns(&g, &v, &tl.ops[0], &x0, &x1));
+    ck_assert(viz_span_columns(&g, &v, l->start[0], l->end[0], &x0, &x1));
     ck_assert_int_eq(x0, 162); ck_assert_int_eq(x1, 262);
 
     /* The draw list has the forward box: body [212, 311) and a darker edge at 311. */
     v.t0 = 0;
     struct viz_draw_list dl;
     viz_draw_init(&dl);
-    viz_layout_draw(&dl, &g, &sc, &v, NULL);
+    viz_layout_draw(&dl, &g, &sc, &v);
     int found = 0;
     for (size_t i = 0; i < dl.n; i++) {
         const struct viz_cmd *c = &dl.cmds[i];
-        if (c->type != VIZ_CMD_RECT) continue;
+        /* The row's boxes (not the colour key's swatches in the header). */
+        if (c->type != VIZ_CMD_RECT || c->y < g.rows[0].compute_y) continue;
         if (c->color == viz_kind_color(TL_KIND_F)) {
             ck_assert_int_eq(c->x, 212);
             ck_assert_int_eq(c->w, 99);
@@ -373,8 +496,18 @@ START_TEST(test_axis)
     ck_assert_str_eq(buf, "1.25 us");
     viz_format_time(0, buf, sizeof buf);
     ck_assert_str_eq(buf, "0");
-    viz_format_bytes(10.0 * GiB, buf, sizeof buf);
-    ck_assert_str_eq(buf, "10 GiB");
+    /* The CLI's units: GB = 10^9 bytes. */
+    viz_format_bytes(10.0 * GB, buf, sizeof buf);
+    ck_assert_str_eq(buf, "10 GB");
+    viz_format_bytes(3.73e9, buf, sizeof buf);
+    ck_assert_str_eq(buf, "3.73 GB");
+    viz_format_bytes(512e6, buf, sizeof buf);
+    ck_assert_str_eq(buf, "512 MB");
+    /* The memory scale's top: the next of 1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10 × 10^k. */
+    ck_assert_double_eq(viz_nice_bytes(8e9), 8e9);
+    ck_assert_double_eq(viz_nice_bytes(7.45e9), 8e9);
+    ck_assert_double_eq(viz_nice_bytes(10.5e9), 12.5e9);
+    ck_assert_double_eq(viz_nice_bytes(31.09e9), 40e9);
 }
 END_TEST
 
@@ -398,7 +531,7 @@ START_TEST(test_level_of_detail)
     viz_layout_geom(&g, &sc, &v);
     struct viz_draw_list dl;
     viz_draw_init(&dl);
-    viz_layout_draw(&dl, &g, &sc, &v, NULL);
+    viz_layout_draw(&dl, &g, &sc, &v);
     ck_assert_uint_lt(dl.n, 1200);
     /* Fully busy columns in the majority kind's colour, opaque. */
     struct viz_canvas cv = { .w = v.width, .h = v.height, .pitch = v.width };
@@ -407,16 +540,17 @@ START_TEST(test_level_of_detail)
     int y = g.rows[0].compute_y + g.rows[0].compute_h / 2;
     for (int x = g.plot_x0 + 1; x < g.plot_x0 + 999; x += 37)
         ck_assert_uint_eq(cv.px[y * cv.pitch + x], viz_kind_color(TL_KIND_F));
-    /* It was drawn from the pyramid: 2^17 level-0 bins would exceed the cap,
-     * so 65536 bins of 1 ms / 65536 each, and levels down to 4 bins. */
+    /* It was drawn from the pyramid: 2^17 level-0 bins would exceed the cap
+     * of 2^15, so 32768 bins of 1 ms / 32768 each, and levels down to 4
+     * bins: 2^15 .. 2^2, 14 levels. */
     const struct tl_lod *lod = timeline_lane(&tl, 0, TL_COMPUTE)->lod;
     ck_assert_ptr_nonnull(lod);
-    ck_assert_uint_eq(lod->n0, 65536);
-    ck_assert_int_eq(lod->levels, 15);
-    ck_assert_double_eq_tol(lod->b0, 1e9 / 65536.0, 1e-6);
+    ck_assert_uint_eq(lod->n0, 32768);
+    ck_assert_int_eq(lod->levels, 14);
+    ck_assert_double_eq_tol(lod->b0, 1e9 / 32768.0, 1e-6);
     /* Every bin fully busy; the top level's 4 bins are 90% F, 10% W. */
-    for (int l = 0; l < lod->levels; l++) ck_assert_float_eq_tol(lod->busy[lod->off[l]], 1.0f, 1e-5f);
-    ck_assert_uint_eq(lod->kind[lod->off[14]], TL_KIND_F);
+    for (int l = 0; l < lod->levels; l++) ck_assert_uint_eq(lod->busy[lod->off[l]], (unsigned)TL_LOD_ONE);
+    ck_assert_uint_eq(lod->kind[lod->off[13]], TL_KIND_F);
     free(cv.px);
     viz_draw_release(&dl);
     viz_geom_release(&g);
@@ -452,11 +586,12 @@ START_TEST(test_level_of_detail_half_busy)
         struct viz_view v = view_at(1000 + VIZ_LABEL_W + VIZ_GUTTER_W, 300, 0, zooms[z]);
         viz_layout_geom(&g, &sc, &v);
         viz_draw_clear(&dl);
-        viz_layout_draw(&dl, &g, &sc, &v, NULL);
+        viz_layout_draw(&dl, &g, &sc, &v);
         int cols = 0;
         for (size_t i = 0; i < dl.n; i++) {
             const struct viz_cmd *c = &dl.cmds[i];
-            if (c->type != VIZ_CMD_RECT || (c->color & 0xFFFFFFu) != (viz_kind_color(TL_KIND_B) & 0xFFFFFFu))
+            if (c->type != VIZ_CMD_RECT || (c->color & 0xFFFFFFu) != (viz_kind_color(TL_KIND_B) & 0xFFFFFFu) ||
+                c->y < g.rows[0].compute_y)
                 continue;
             unsigned a = c->color >> 24;
             ck_assert_msg(a >= lo[z] && a <= hi[z], "zoom %d: alpha %u at x %d", z, a, (int)c->x);
@@ -490,7 +625,8 @@ static uint32_t pixel_at(const struct viz_app *app, const struct viz_canvas *cv,
 {
     const struct viz_row *r = NULL;
     for (int i = 0; i < app->geom.n_rows; i++)
-        if (app->geom.rows[i].chip == chip && app->geom.rows[i].panel == 0) r = &app->geom.rows[i];
+        if (app->scene.tl[0]->rows[app->geom.rows[i].row].key == chip && app->geom.rows[i].panel == 0)
+            r = &app->geom.rows[i];
     ck_assert_ptr_nonnull(r);
     int x = (int)floor(viz_x_of(&app->geom, &app->view, t));
     int y = r->compute_y + r->compute_h / 2;
@@ -525,27 +661,42 @@ START_TEST(test_pixels_gpipe)
     }
     /* Outside the step (the left margin) is lane, not bubble. */
     ck_assert_uint_eq(pixel_at(&app, &cv, 2, -0.3 * MS), VIZ_LANE);
-    /* Four rows leave room: lanes grow to twice their size (memory 2 × 16 px).
-     * The peaks (2 GiB weights + 8 stashed 1 GiB activations = 10 GiB) stay
-     * below 4/5 of the 16 GiB capacity, so the strip spans 0..10 GiB. */
+    /* Four rows leave room: lanes grow (up to three times) to fill the
+     * window; at 1200x500 the memory strip is 36 px (16 px × 2.25). The
+     * peaks (2 GB weights + 8 stashed 1 GB activations = 10 GB) stay below
+     * 4/5 of the 16 GB capacity, so the strip spans 0..10 GB (a round number
+     * already). */
     const struct viz_row *r = &app.geom.rows[0];
-    ck_assert_int_eq(r->mem_h, 32);
-    ck_assert_double_eq(viz_mem_scale(&tl, 0), 10.0 * GiB);
-    /* At 8.5 ms stage 0 holds all 10 GiB: the whole strip. */
+    ck_assert_int_eq(r->mem_h, 36);
+    ck_assert_double_eq(app.geom.mem_scale, 10.0 * GB);
+    /* At 8.5 ms stage 0 holds all 10 GB: the whole strip. */
     int x = (int)floor(viz_x_of(&app.geom, &app.view, 8.5 * MS));
     ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 1) * cv.pitch + x], VIZ_MEM_FILL);
     ck_assert_uint_eq(cv.px[r->mem_y * cv.pitch + x], VIZ_MEM_FILL);
-    /* At 3.5 ms (F0..F3 started) it holds 2 + 4 = 6 GiB: 6/10 × 32 = 19.2 → 19 px. */
+    /* At 3.5 ms (F0..F3 started) it holds 2 + 4 = 6 GB: 6/10 × 36 = 21.6 → 22 px
+     * (the half-scale line at 18 px is drawn under the fill). */
     x = (int)floor(viz_x_of(&app.geom, &app.view, 3.5 * MS));
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 19) * cv.pitch + x], VIZ_MEM_FILL);
-    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 20) * cv.pitch + x], VIZ_MEM_LANE);
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 22) * cv.pitch + x], VIZ_MEM_FILL);
+    ck_assert_uint_eq(cv.px[(r->mem_y + r->mem_h - 23) * cv.pitch + x], VIZ_MEM_LANE);
     /* Utilization up to a replay cursor (busy share of [0, t]): stage 0 is
      * busy from 0 to 8 ms, then idle until its first backward at 17 ms. */
-    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, (mp_time)(5.5 * MS)), 1.0, 1e-12);
-    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, 12 * MS), 8.0 / 12.0, 1e-12);
-    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 0, 19 * MS), 10.0 / 19.0, 1e-12);
-    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 3, (mp_time)(5.5 * MS)), 2.5 / 5.5, 1e-12);
-    ck_assert_double_eq_tol(timeline_utilization_until(&tl, 3, 40 * MS), 24.0 / 33.0, 1e-12);
+    int r0 = timeline_row_of(&tl, 0), r3 = timeline_row_of(&tl, 3);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, r0, (mp_time)(5.5 * MS)), 1.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, r0, 12 * MS), 8.0 / 12.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, r0, 19 * MS), 10.0 / 19.0, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, r3, (mp_time)(5.5 * MS)), 2.5 / 5.5, 1e-12);
+    ck_assert_double_eq_tol(timeline_utilization_until(&tl, r3, 40 * MS), 24.0 / 33.0, 1e-12);
+    /* Memory at an instant, by category: at 3.5 ms 2 GB of weights and the
+     * activations of F0..F3, 4 GB. */
+    int64_t cats[TL_MEM_CATS];
+    ck_assert_int_eq(timeline_mem_at(&tl, r0, (mp_time)(3.5 * MS), cats), 6 * GB);
+    ck_assert_int_eq(cats[TL_MEM_WEIGHTS], 2 * GB);
+    ck_assert_int_eq(cats[TL_MEM_ACTIVATIONS], 4 * GB);
+    /* At 33 ms the last backward has given back the last activation. */
+    ck_assert_int_eq(timeline_mem_at(&tl, r0, 30 * MS, cats), 4 * GB);
+    ck_assert_int_eq(cats[TL_MEM_ACTIVATIONS], 2 * GB);
+    ck_assert_int_eq(timeline_mem_at(&tl, r0, 33 * MS, cats), 2 * GB);
+    ck_assert_int_eq(cats[TL_MEM_ACTIVATIONS], 0);
     free(cv.px);
     viz_app_release(&app);
     timeline_release(&tl);
@@ -606,10 +757,11 @@ static const uint8_t block[6 * 10] = {
 };
 static const struct viz_glyph stub_glyph = { 6, 10, 7, block };
 static const struct viz_glyph *stub(void *ctx, uint32_t cp) { (void)ctx; (void)cp; return &stub_glyph; }
+static const struct viz_font stub_font = { .ctx = NULL, .height = 10, .glyph = stub };
 
 START_TEST(test_microbatch_numbers)
 {
-    struct viz_font font = { .ctx = NULL, .height = 10, .glyph = stub };
+    const struct viz_font font = stub_font;
     struct timeline tl;
     load(&tl, "tests/data/viz/gpipe_p4_m8.csv");
     struct viz_scene sc = { .tl = { &tl }, .n = 1 };
@@ -621,13 +773,17 @@ START_TEST(test_microbatch_numbers)
         if (dl->cmds[i].type == VIZ_CMD_TEXT && dl->cmds[i].color == VIZ_TEXT_ON_OP) numbers++;
     ck_assert_int_eq(numbers, 64);  /* a ~32 px box has room for one digit */
     viz_app_release(&app);
-    /* At 200 px wide a 1 ms box is ~5 px: no room, no numbers. */
+    /* At 360 px the label column takes 22% (79 px) and the gutter 18% (64
+     * px): 217 px for 33 ms + 3% margin, 6.4 px a millisecond. A 1 ms F box
+     * (6 px) has no room for a 7 px digit and 2 px each side; a 2 ms BW box
+     * (12-13 px) has: 32 numbers, those of the backwards. */
     viz_app_init(&app, &sc, &font, 360, 300);
+    ck_assert_int_eq(app.geom.plot_x1 - app.geom.plot_x0, 217);
     dl = viz_app_frame(&app);
     numbers = 0;
     for (size_t i = 0; i < dl->n; i++)
         if (dl->cmds[i].type == VIZ_CMD_TEXT && dl->cmds[i].color == VIZ_TEXT_ON_OP) numbers++;
-    ck_assert_int_eq(numbers, 0);
+    ck_assert_int_eq(numbers, 32);
     viz_app_release(&app);
     timeline_release(&tl);
 }
@@ -644,20 +800,45 @@ START_TEST(test_hit)
     int x = (int)floor(viz_x_of(&app.geom, &app.view, 4.5 * MS));
     struct viz_hit h = viz_layout_hit(&app.geom, &sc, &app.view, x, r->compute_y + 3);
     ck_assert(h.ok);
-    const struct tl_op *o = &tl.ops[h.op];
-    ck_assert_int_eq(o->chip, 1);
-    ck_assert_int_eq(o->kind, TL_KIND_F);
-    ck_assert_int_eq(o->microbatch, 3);
-    char lines[6][96];
-    int n = viz_op_details(&tl, o, lines, 6);
-    ck_assert_int_ge(n, 3);
+    ck_assert_int_eq(h.kind, VIZ_HIT_OP);
+    struct tl_op o;
+    timeline_get_op(&tl, h.row, h.stream, h.op, &o);
+    ck_assert_int_eq(o.chip, 1);
+    ck_assert_int_eq(o.kind, TL_KIND_F);
+    ck_assert_int_eq(o.microbatch, 3);
+    char lines[10][VIZ_TIP_W];
+    int n = viz_hit_details(&sc, &h, lines, 10);
+    ck_assert_int_eq(n, 4);
     ck_assert_str_eq(lines[0], "F  microbatch 3");
-    ck_assert_str_eq(lines[1], "chip 1  stage 1  compute  layers 4-7");
+    /* A synthetic model's layers are left out (model=synthetic). */
+    ck_assert_str_eq(lines[1], "stage 1  chip 1  compute");
     ck_assert_str_eq(lines[2], "start 4 ms  duration 1 ms");
-    /* Deep in stage 3's opening bubble nothing is under the pointer. */
+    /* F3 on stage 1 could start at 4 ms, when both F3 on stage 0 and F2 on
+     * stage 1 end: a tie goes to the op before it on its own chip. */
+    ck_assert_str_eq(lines[3], "started when F of microbatch 2 on stage 1 (chip 1) ended");
+    /* Deep in stage 3's opening bubble the pointer finds the idle stretch
+     * [0, 3) ms: it waits for F0 of stage 2, which ends at 3 ms. */
     r = &app.geom.rows[3];
     x = (int)floor(viz_x_of(&app.geom, &app.view, 1 * MS));
-    ck_assert(!viz_layout_hit(&app.geom, &sc, &app.view, x, r->compute_y + 3).ok);
+    h = viz_layout_hit(&app.geom, &sc, &app.view, x, r->compute_y + 3);
+    ck_assert(h.ok && h.kind == VIZ_HIT_IDLE);
+    n = viz_hit_details(&sc, &h, lines, 10);
+    ck_assert_int_ge(n, 3);
+    ck_assert_str_eq(lines[0], "idle 3 ms on stage 3 (0 .. 3 ms)");
+    ck_assert_str_eq(lines[1], "waiting for F of microbatch 0 on stage 2 (chip 2)");
+    ck_assert_str_eq(lines[2], "pipeline bubble");
+    /* On the memory strip: the bytes at that instant, by category. */
+    r = &app.geom.rows[0];
+    x = (int)floor(viz_x_of(&app.geom, &app.view, 3.5 * MS));
+    h = viz_layout_hit(&app.geom, &sc, &app.view, x, r->mem_y + 2);
+    ck_assert(h.ok && h.kind == VIZ_HIT_MEM);
+    n = viz_hit_details(&sc, &h, lines, 10);
+    ck_assert_int_eq(n, 4);
+    ck_assert_ptr_nonnull(strstr(lines[0], ": 6 GB of 16 GB"));
+    ck_assert_ptr_nonnull(strstr(lines[1], "weights"));
+    ck_assert_ptr_nonnull(strstr(lines[1], "2 GB"));
+    ck_assert_ptr_nonnull(strstr(lines[2], "activations"));
+    ck_assert_ptr_nonnull(strstr(lines[2], "4 GB"));
     /* Ops the replay has not reached cannot be hovered. */
     app.view.cursor = 2 * MS;
     x = (int)floor(viz_x_of(&app.geom, &app.view, 4.5 * MS));
@@ -731,8 +912,8 @@ START_TEST(test_compare_panels)
     viz_app_init(&app, &sc, NULL, 1200, 700);
     ck_assert_int_eq(app.geom.n_rows, 8);
     ck_assert_int_eq(app.geom.rows[4].panel, 1);
-    ck_assert_int_gt(app.geom.header_y[1], app.geom.rows[3].y + app.geom.rows[3].h);
-    ck_assert_int_gt(app.geom.rows[4].y, app.geom.header_y[1]);
+    ck_assert_int_gt(app.geom.panel[1].header_y, app.geom.rows[3].y + app.geom.rows[3].h);
+    ck_assert_int_gt(app.geom.rows[4].y, app.geom.panel[1].header_y);
     /* One time axis: both panels' stage-3 F0 starts at 3 ms, same column. */
     struct viz_canvas cv = { .w = 1200, .h = 700, .pitch = 1200 };
     cv.px = calloc(1200 * 700, 4);
@@ -779,6 +960,9 @@ Suite *viz_layout_suite(void)
     tcase_add_test(tc, test_read_1f1b_matches_generator);
     tcase_add_test(tc, test_read_example);
     tcase_add_loop_test(tc, test_malformed, 0, (int)(sizeof bads / sizeof bads[0]));
+    tcase_add_loop_test(tc, test_malformed_new_columns, 0, (int)(sizeof bads2 / sizeof bads2[0]));
+    tcase_add_test(tc, test_header_extra_columns);
+    tcase_add_test(tc, test_old_format_opens);
     tcase_add_test(tc, test_missing_file);
     tcase_add_test(tc, test_roundtrip);
     tcase_add_test(tc, test_busy_is_union);

@@ -117,8 +117,19 @@ MPSIM_HOME="$T/home" expect 2 "chips.csv:4|bf16_tflops|lots" -- run scenarios/te
 # --- outputs
 expect 2 "$T/no/such/dir/t.csv" -- run scenarios/teach-bubbles.ini --timeline "$T/no/such/dir/t.csv"
 
-# --- infeasible: exit 3 with the reason, still no output files
-expect 3 "does not fit in memory|chip 0|activations" -- run scenarios/teach-bubbles.ini --set synthetic.activation=20GB $O
+# --- infeasible: exit 3 with the reason. A step that ran but does not fit
+# in memory still writes the timeline and trace it was asked for, with the
+# chip over capacity said where it shows (issue 20); a schedule that cannot
+# be built writes nothing.
+rm -rf "$T/oom"; mkdir -p "$T/oom"
+"$MPSIM" run scenarios/teach-bubbles.ini --set synthetic.activation=20GB \
+    --timeline "$T/oom/t.csv" --trace "$T/oom/t.json" >/dev/null 2>"$T/stderr"
+if [ $? -eq 3 ] && grep -qF "does not fit in memory" "$T/stderr" &&
+   grep -q 'capacity_bytes=80000000000' "$T/oom/t.csv" && grep -q 'OVER CAPACITY: peak 160.00 GB of 80.00 GB' "$T/oom/t.json"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: an out-of-memory run did not write its timeline and trace"; cat "$T/stderr"
+fi
 # a schedule's rules: exit 3 stating the rule and the numbers
 expect 3 "layers per stage (8)|vpp (3)" -- run scenarios/teach-bubbles.ini --set model.kind=transformer --set model.config=llama3-8b --set training.schedule=interleaved --set parallel.vpp=3 $O
 expect 3 "dualpipe|even pp|got 3" -- run scenarios/teach-bubbles.ini --set training.schedule=dualpipe --set parallel.pp=3 --set training.global_batch=6 $O
@@ -130,6 +141,77 @@ expect 2 "training.memory_limit|microbatch activations|lots" -- run scenarios/te
 expect 2 "training.memory_limit|-2" -- run scenarios/teach-bubbles.ini --set training.memory_limit=-2 $O
 expect 2 "synthetic.forward_backward|duration|3" -- run scenarios/teach-bubbles.ini --set synthetic.forward_backward=3 $O
 
+# --- the kernel calibration table (hardware/kernels.csv) and its keys (issue 14)
+mkdir -p "$T/home"
+cp -r hardware "$T/home/"
+ln -s "$(pwd)/models" "$T/home/models"
+K="$T/home/hardware/kernels.csv"
+printf 'a100-sxm,gemm,bf16,-,-,-,1.5,too good\n' >>"$K"
+export MPSIM_HOME="$T/home"
+expect 2 "hardware/kernels.csv:$(wc -l <"$K"):|column value|at most 1" -- run scenarios/megatron-gpt3-175b.ini $O
+cp hardware/kernels.csv "$K"
+grep -v '^a100-sxm,launch,' hardware/kernels.csv >"$K"
+expect 2 "hardware/kernels.csv:|chip a100-sxm has no launch row|expected" -- run scenarios/megatron-gpt3-175b.ini $O
+unset MPSIM_HOME
+expect 2 "model.compute_bits = 8|a100-sxm has no FP8 peak|expected 16" -- run scenarios/megatron-gpt3-175b.ini --set model.compute_bits=8 $O
+expect 2 "training.recipe|megatron-2021|none, megatron-2022, megatron-core" -- run scenarios/megatron-gpt3-175b.ini --set training.recipe=megatron-2021 $O
+expect 2 "training.attention|flash, unfused" -- run scenarios/megatron-gpt3-175b.ini --set training.attention=sparse $O
+# --- context parallelism and given stages (branch context, issue 17)
+L8='--set model.kind=transformer --set model.config=llama3-8b --set model.seq_len=4096'
+expect 2 "parallel.stage_layers|3 entries|parallel.pp = 4" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,16 $O
+expect 2 "parallel.stage_layers|adds up to 31|32" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 $O
+expect 2 "parallel.stage_layers|8,0,8,16" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,0,8,16 $O
+expect 2 "model.seq_len = 4096|2 × parallel.cp = 24" -- run scenarios/teach-bubbles.ini $L8 --set parallel.cp=12 $O
+expect 2 "parallel.cp_kind = ulysses|32 attention heads|3 does not divide" -- run scenarios/teach-bubbles.ini $L8 --set model.seq_len=3072 --set parallel.cp=3 --set parallel.cp_kind=ulysses $O
+expect 3 "zb-v|stage 0 7 layers|even number" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=7,9,9,7 --set training.schedule=zb-v $O
+expect 3 "interleaved|stage 3 1 layers|vpp = 2" -- run scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=9,11,11,1 --set training.schedule=interleaved --set parallel.vpp=2 $O
+# search: cp × tp × pp × dp must make the chips; stage_layers fixes pp
+expect 2 "--chips 12|parallel.pp = 8|cp × tp × pp × dp" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=4,4,4,4,4,4,4,4 --set parallel.pp=8 --chips 12 --quiet
+expect 2 "parallel.stage_layers|adds up to 31" -- search scenarios/teach-bubbles.ini $L8 --set parallel.stage_layers=8,8,8,7 --chips 8 --quiet
+
+# --- mpsim model (issue 15): what a config.json is read as
+expect 2 "model: which config" -- model
+expect 2 "cannot find 'nosuch'|the presets are" -- model nosuch
+expect 2 "model: unknown option '--frob'" -- model qwen3-8b --frob
+expect 2 "--kv-bits|4 to 32|99" -- model qwen3-8b --kv-bits 99
+sed 's/"llama"/"my_llama"/; /architectures/,/\],/d' tests/data/models/llama.json >"$T/u.json"
+expect 2 "u.json:|key model_type: unknown family \"my_llama\"|llama, mistral|model.family" -- model "$T/u.json"
+expect 2 "model.family = lama|did you mean llama" -- model "$T/u.json" --family lama
+printf '{"model_type": "t5", "d_model": 512}\n' >"$T/t5.json"
+expect 2 "t5.json:1: key model_type: t5 is not read: encoder-decoder" -- model "$T/t5.json"
+printf '{"model_type": "gemma3", "text_config": {"num_hidden_layers": 2}}\n' >"$T/g3.json"
+expect 2 "g3.json:1: key text_config.hidden_size: missing" -- model "$T/g3.json"
+printf '{\n"model_type": "llama",\n"a": 1,\n"a": 2}\n' >"$T/dup.json"
+expect 2 "dup.json:4: key a: expected once, got it twice (lines 3 and 4)" -- model "$T/dup.json"
+# model.family in a scenario reads an unknown model_type by a row
+scen fam.ini <<EOF
+[model]
+config = $T/u.json
+seq_len = 16
+[hardware]
+system = textbook
+[training]
+global_batch = 2
+EOF
+expect 2 "key model_type: unknown family \"my_llama\"" -- run "$T/fam.ini" $O
+expect 2 "key model.family = lama|did you mean llama" -- run "$T/fam.ini" --set model.family=lama $O
+if "$MPSIM" run "$T/fam.ini" --set model.family=llama --json >"$T/fam.json" 2>"$T/stderr" &&
+   grep -q '"params":	276032,' "$T/fam.json" && grep -q '"active_params":	276032,' "$T/fam.json"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: run with model.family = llama: expected params 276032 (check_arch.c's hand count)"
+fi
+# the text and JSON of a preset: gpt-oss-120b's published 116.83B and 5.13B
+# active without the embedding table (OpenAI's model card)
+if "$MPSIM" model gpt-oss-120b >"$T/m.txt" 2>&1 && grep -q '^params      116.83B total' "$T/m.txt" &&
+   grep -q '5.13B without the embedding table' "$T/m.txt" &&
+   "$MPSIM" model gpt-oss-120b --json >"$T/m.json" 2>&1 && grep -q '"family":	"gpt_oss"' "$T/m.json" &&
+   grep -q '"quant_method":	"mxfp4"' "$T/m.json" && "$MPSIM" model --families | grep -q '^  t5 .*encoder-decoder'; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: mpsim model gpt-oss-120b (text, --json) or --families"; cat "$T/m.txt"
+fi
+
 # --- and the good path writes both files, complete
 "$MPSIM" run scenarios/teach-bubbles.ini --timeline "$T/t.csv" --trace "$T/t.json" >/dev/null 2>&1
 if [ $? -eq 0 ] && head -1 "$T/t.csv" | grep -q '^chip,stage,stream,kind' && tail -c 4 "$T/t.json" | grep -q ']}' \
@@ -137,6 +219,58 @@ if [ $? -eq 0 ] && head -1 "$T/t.csv" | grep -q '^chip,stage,stream,kind' && tai
     pass=$((pass + 1))
 else
     fail=$((fail + 1)); echo "FAIL: run with --timeline and --trace did not write both files whole"
+fi
+
+# --- issue 20: help, did-you-mean, one hint, warnings, null MFU, umask
+ok() { pass=$((pass + 1)); }
+no() { fail=$((fail + 1)); echo "FAIL: $*"; }
+for c in run list collective sweep search plot plan explain compare import; do
+    "$MPSIM" "$c" --help >"$T/h1" 2>&1 && "$MPSIM" help "$c" >"$T/h2" 2>&1 && cmp -s "$T/h1" "$T/h2" &&
+        grep -q "usage: mpsim $c" "$T/h1" && ok || no "mpsim $c --help / mpsim help $c"
+done
+expect 2 "unknown command 'rn' (did you mean 'run'?)|the commands are run, list" -- rn scenarios/teach-bubbles.ini
+expect 2 "run: unknown option '--sett' (did you mean '--set'?)|mpsim run --help" -- run scenarios/teach-bubbles.ini --sett parallel.pp=2
+expect 2 "unknown 'model' (did you mean 'models'?)" -- list model
+expect 2 "sweep: unknown option '--paretto' (did you mean '--pareto'?)" -- sweep scenarios/teach-bubbles.ini --paretto a,b
+expect 2 "the presets are cerebras-cs3, desktop-1x4090|did you mean 'dgx-h100'?" -- run scenarios/teach-bubbles.ini --set hardware.system=dgx-h10
+# each hint once
+"$MPSIM" sweep scenarios/teach-bubbles.ini --frob 2>"$T/stderr"
+[ "$(grep -c 'see `mpsim' "$T/stderr")" -eq 1 ] && ok || no "the --help hint is printed more than once"
+# warnings on stderr, exit 0
+"$MPSIM" run scenarios/megatron-gpt3-175b.ini --set parallel.tp=16 --set parallel.dp=4 >/dev/null 2>"$T/stderr" &&
+    grep -qF "warning: tp 16 spans 2 nodes of 8 chips" "$T/stderr" && ok || no "no warning for TP across nodes"
+"$MPSIM" run scenarios/uneven-stages.ini >/dev/null 2>"$T/stderr" &&
+    grep -qF "warning: stage 3 computes" "$T/stderr" && ok || no "no warning for uneven stages"
+"$MPSIM" plan scenarios/megatron-gpt3-175b.ini >/dev/null 2>"$T/stderr" &&
+    grep -qF "has no [inference] section" "$T/stderr" && ok || no "no warning for plan on a training scenario"
+# MFU and HFU are null where a synthetic model has no FLOP count
+"$MPSIM" run scenarios/teach-bubbles.ini --json | grep -q '"mfu":[[:space:]]*null' && ok || no "mfu not null for a synthetic model"
+# a new output honours the umask (one it replaces keeps its mode: cli_hostile.sh)
+(umask 027 && "$MPSIM" run scenarios/teach-bubbles.ini --trace "$T/new-umask.json" >/dev/null) &&
+    [ "$(stat -c %a "$T/new-umask.json")" = 640 ] && ok || no "trace mode $(stat -c %a "$T/new-umask.json" 2>/dev/null), umask 027"
+# import: bad values exit 2 naming the flag or key, nothing on stdout
+expect 2 "import megatron: --tensor-model-parallel-size 'eight': expected a whole number" -- import megatron '--tensor-model-parallel-size eight --num-layers 2'
+[ ! -s "$T/stdout" ] && ok || no "import wrote output on a bad value"
+expect 2 "ds_bad_stage.json: key zero_optimization.stage: expected a whole number from 0 to 3, got a string" -- import deepspeed tests/data/import/ds_bad_stage.json
+expect 2 "import: unknown source 'megatorn' (did you mean 'megatron'?)" -- import megatorn '--bf16'
+# import → a scenario that runs; explain and compare on it
+"$MPSIM" import megatron "$(cat tests/data/import/megatron-gpt3-175b.sh)" --system dgx-a100 >"$T/imp.ini" 2>"$T/stderr" &&
+    grep -qF -- "--lr 6.0e-5 ignored" "$T/stderr" && "$MPSIM" run "$T/imp.ini" --json >"$T/imp.json" &&
+    "$MPSIM" compare "$T/imp.json" scenarios/megatron-gpt3-175b.ini >"$T/cmp" &&
+    grep -q '(none: the same scenario keys)' "$T/cmp" && grep -q '^step time s .*+0.0%' "$T/cmp" && ok ||
+    { no "import → run → compare"; cat "$T/stderr"; }
+"$MPSIM" explain scenarios/teach-bubbles.ini >"$T/ex" 2>&1 && grep -q 'training.schedule=zb-h1' "$T/ex" &&
+    grep -q '^levers, each simulated' "$T/ex" && ok || no "explain"
+expect 2 "explain is for training scenarios" -- explain scenarios/kimi-k3-wafers.ini
+expect 2 "compare: which two?" -- compare scenarios/teach-bubbles.ini
+echo '{"not": "a run"}' >"$T/notrun.json"
+expect 2 "notrun.json: expected the JSON object \`mpsim run --json\` prints" -- compare "$T/notrun.json" scenarios/teach-bubbles.ini
+expect 2 "explain: --top: expected a whole number" -- explain scenarios/teach-bubbles.ini --top 0
+viewer="$(dirname "$MPSIM")/mpsim-view"
+if [ -x "$viewer" ]; then
+    "$viewer" scenarios/teach-bubbles.ini --screenshot "$T/out.jpg" 2>"$T/stderr"
+    [ $? -eq 2 ] && grep -qF "expected a .png file" "$T/stderr" && [ ! -e "$T/out.jpg" ] && ok ||
+        no "--screenshot x.jpg is not refused"
 fi
 
 echo "cli: $pass passed, $fail failed"

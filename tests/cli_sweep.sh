@@ -110,13 +110,37 @@ Q="scenarios/mi300x-llama3-70b.ini --chips 16 --max-micro-batch 2 --schedules 1f
 "$MPSIM" search $Q --jobs 2 --out "$T/s2.csv" >/dev/null 2>&1 || bad "search --out failed"
 n=$(sed -n 's/.*; \([0-9]*\) simulated.*/\1/p' "$T/out")
 cmp -s "$T/s1.csv" "$T/s2.csv" && [ -n "$n" ] && [ "$(($(wc -l <"$T/s1.csv") - 1))" -eq "$n" ] &&
-    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,training.micro_batch,training.schedule,training.recompute,training.zero,step_time_s,' &&
+    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,training.micro_batch,training.schedule,training.recompute,training.zero,step_time_s,' &&
     [ ! -e "$T/s1.csv.partial" ] && ok || { bad "search --out ($n simulated)"; head -3 "$T/s1.csv"; }
 # ... and `mpsim plot` reads it like a sweep.
 "$MPSIM" plot "$T/s1.csv" --x pp --y tokens_per_s --by tp --out "$T/s.svg" 2>/dev/null &&
     grep -q '<svg' "$T/s.svg" && ok || bad "plot of a search CSV"
 "$MPSIM" search $Q --out /nonexistent/dir/s.csv >/dev/null 2>"$T/err"
 [ $? -eq 2 ] && grep -qF "cannot write" "$T/err" && ok || bad "search --out to a bad path"
+
+# --chips: bad values and grids that cannot hold it exit 2, naming --chips.
+expect2 "--chips 7: no point of the grid divides it" --vary parallel.pp=2,4 --chips 7
+expect2 "--chips: expected a whole number" --vary parallel.pp=2,4 --chips lots
+expect2 "parallel.dp is derived" --vary parallel.pp=2,4 --vary parallel.dp=1,2 --chips 8
+expect2 "--chips derives parallel.dp" --vary parallel.pp=2,4 --set parallel.dp=2 --chips 8
+# --best names the chip counts when the rows differ in them.
+"$MPSIM" sweep $S --vary parallel.pp=1..4*2 --out "$T/nc.csv" --best step_time_s --quiet >"$T/out" 2>&1
+grep -q '(4 chips)' "$T/out" && grep -q 'chips N. holds it fixed' "$T/out" && ok ||
+    { bad "--best without naming chip counts"; cat "$T/out"; }
+
+# Progress bars fit an 80-column terminal (a pseudo-terminal from script(1)):
+# no bar drawn between carriage returns is wider than 79 columns.
+if command -v script >/dev/null 2>&1; then
+    for cmd in "sweep $S --vary parallel.pp=1..8 --vary training.global_batch=8..4096*2 --vary training.schedule=gpipe,1f1b,zb-h1,zb-h2 --vary synthetic.hop=0,1ms,2ms --out $T/tty.csv" \
+               "search scenarios/mi300x-llama3-70b.ini --chips 16 --max-micro-batch 2 --schedules 1f1b,gpipe"; do
+        COLUMNS=80 script -qec "stty cols 80 2>/dev/null; $MPSIM $cmd >/dev/null" /dev/null >"$T/tty" 2>&1
+        esc=$(printf '\033')
+        widest=$(tr '\r' '\n' <"$T/tty" | sed "s/$esc\[K//g" | grep '^\[' |
+                 awk '{ if (length($0) > w) w = length($0) } END { print w + 0 }')
+        if grep -q '\[#*\.*\]' "$T/tty" && [ "$widest" -le 79 ]; then ok
+        else bad "${cmd%% *} progress at 80 columns: widest line $widest"; fi
+    done
+fi
 
 echo "cli_sweep: $pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -5,6 +5,7 @@
 #include "draw.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,36 @@ viz_color viz_kind_color(unsigned kind)
         [TL_KIND_MIXED] = 0xFF7E57C2u,          /* violet: both at once */
     };
     return kind < TL_KIND_CUSTOM ? colors[kind] : VIZ_UNKNOWN_OP;
+}
+
+viz_color viz_chunk_color(viz_color c, int chunk, int n_chunks)
+{
+    if (chunk <= 0 || n_chunks <= 1) return c;
+    if (chunk >= n_chunks) chunk = n_chunks - 1;
+    /* 100% for chunk 0 down to 62% for the last: dark enough to tell at a
+     * glance, light enough that white numbers still read. */
+    uint32_t f = 1000 - (uint32_t)(380 * chunk / (n_chunks - 1));
+    uint32_t r = (c >> 16) & 0xFF, g = (c >> 8) & 0xFF, b = c & 0xFF;
+    return (c & 0xFF000000u) | (r * f / 1000) << 16 | (g * f / 1000) << 8 | (b * f / 1000);
+}
+
+viz_color viz_heat_color(double share)
+{
+    /* ColorBrewer "Blues" (9 classes), interpolated: light = idle. */
+    static const uint32_t stops[] = { 0xF7FBFF, 0xDEEBF7, 0xC6DBEF, 0x9ECAE1, 0x6BAED6,
+                                      0x4292C6, 0x2171B5, 0x08519C, 0x08306B };
+    const int n = (int)(sizeof stops / sizeof stops[0]);
+    if (!(share > 0)) return 0xFF000000u | stops[0];
+    if (share >= 1) return 0xFF000000u | stops[n - 1];
+    double x = share * (n - 1);
+    int i = (int)x;
+    double t = x - i;
+    uint32_t a = stops[i], b = stops[i + 1], out = 0xFF000000u;
+    for (int sh = 0; sh <= 16; sh += 8) {
+        double ca = (a >> sh) & 0xFF, cb = (b >> sh) & 0xFF;
+        out |= (uint32_t)(ca + (cb - ca) * t + 0.5) << sh;
+    }
+    return out;
 }
 
 void viz_draw_init(struct viz_draw_list *dl) { memset(dl, 0, sizeof *dl); }
@@ -70,13 +101,27 @@ void viz_draw_hatch(struct viz_draw_list *dl, int x, int y, int w, int h, viz_co
     if (w > 0 && h > 0) push(dl, VIZ_CMD_HATCH, x, y, w, h, c)->color2 = stripe;
 }
 
-void viz_draw_text(struct viz_draw_list *dl, int x, int y, int max_w, viz_color c, const char *s)
+static void text_cmd(struct viz_draw_list *dl, int x, int y, int max_w, viz_color c, const char *s,
+                     int font)
 {
     size_t n = strlen(s) + 1;
     MP_GROW(dl->text, dl->cap_text, dl->n_text + n);
     memcpy(dl->text + dl->n_text, s, n);
-    push(dl, VIZ_CMD_TEXT, x, y, max_w, 0, c)->text = (uint32_t)dl->n_text;
+    struct viz_cmd *cmd = push(dl, VIZ_CMD_TEXT, x, y, max_w, 0, c);
+    cmd->text = (uint32_t)dl->n_text;
+    cmd->font = (uint8_t)font;
     dl->n_text += n;
+}
+
+void viz_draw_text(struct viz_draw_list *dl, int x, int y, int max_w, viz_color c, const char *s)
+{
+    text_cmd(dl, x, y, max_w, c, s, 0);
+}
+
+void viz_draw_text_mono(struct viz_draw_list *dl, int x, int y, int max_w, viz_color c,
+                        const char *s)
+{
+    text_cmd(dl, x, y, max_w, c, s, 1);
 }
 
 void viz_draw_clip(struct viz_draw_list *dl, int x, int y, int w, int h)
@@ -111,6 +156,35 @@ int viz_text_width(const struct viz_font *font, const char *s)
         if (g) w += g->advance;
     }
     return w;
+}
+
+int viz_text_fit(const struct viz_font *font, const char *s, int max_w, char *buf, size_t size)
+{
+    int w = viz_text_width(font, s);
+    if (!font || w <= max_w) {
+        snprintf(buf, size, "%s", s);
+        return w;
+    }
+    static const char ell[] = "\xE2\x80\xA6"; /* … */
+    int ew = viz_text_width(font, ell), acc = 0;
+    size_t keep = 0;
+    const char *p = s;
+    while (*p) {
+        const char *q = p;
+        const struct viz_glyph *g = font->glyph(font->ctx, viz_utf8_next(&q));
+        int adv = g ? g->advance : 0;
+        if (acc + adv + ew > max_w || (size_t)(q - s) + sizeof ell > size) break;
+        acc += adv;
+        p = q;
+        keep = (size_t)(p - s);
+    }
+    if (keep == 0 && ew > max_w) {
+        if (size) buf[0] = '\0';
+        return 0;
+    }
+    memcpy(buf, s, keep);
+    memcpy(buf + keep, ell, sizeof ell);
+    return acc + ew;
 }
 
 /* ---- rasteriser ---- */
@@ -208,7 +282,7 @@ void viz_raster(const struct viz_draw_list *dl, struct viz_canvas *cv, const str
         case VIZ_CMD_RECT: fill(cv, &cl, c); break;
         case VIZ_CMD_HATCH: hatch(cv, &cl, c); break;
         case VIZ_CMD_TEXT:
-            if (font) text(cv, &cl, c, dl->text + c->text, font);
+            if (font) text(cv, &cl, c, dl->text + c->text, c->font && font->mono ? font->mono : font);
             break;
         case VIZ_CMD_CLIP:
             cl = full;
@@ -221,4 +295,29 @@ void viz_raster(const struct viz_draw_list *dl, struct viz_canvas *cv, const str
             break;
         }
     }
+}
+
+size_t viz_draw_text_boxes(const struct viz_draw_list *dl, const struct viz_font *font,
+                           struct viz_box *out, size_t cap)
+{
+    if (!font) return 0;
+    struct clip cl = { 0, 0, INT32_MAX, INT32_MAX };
+    size_t n = 0;
+    for (size_t i = 0; i < dl->n; i++) {
+        const struct viz_cmd *c = &dl->cmds[i];
+        if (c->type == VIZ_CMD_CLIP) {
+            cl = c->w < 0 ? (struct clip){ 0, 0, INT32_MAX, INT32_MAX }
+                          : (struct clip){ c->x, c->y, c->x + c->w, c->y + c->h };
+            continue;
+        }
+        if (c->type != VIZ_CMD_TEXT) continue;
+        const struct viz_font *f = c->font && font->mono ? font->mono : font;
+        int w = viz_text_width(f, dl->text + c->text);
+        if (c->w > 0 && w > c->w) w = c->w;
+        int x0 = c->x, y0 = c->y, x1 = c->x + w, y1 = c->y + f->height;
+        if (!clip_rect(&cl, &x0, &y0, &x1, &y1)) continue;
+        if (n < cap) out[n] = (struct viz_box){ x0, y0, x1 - x0, y1 - y0, c->text };
+        n++;
+    }
+    return n;
 }

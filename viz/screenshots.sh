@@ -1,10 +1,19 @@
 #!/bin/sh
-# `make screenshots`: the committed pictures of the README and docs, drawn by
+# `make screenshots`: every picture of the README and docs, drawn by
 # mpsim-view without a display (SDL's dummy driver, the plain-C rasteriser).
-#   docs/img/teach-*.png   one per teaching scenario, the whole step
-#   docs/img/compare-gpipe-1f1b-zbh2.png   GPipe over 1F1B over ZB-H2 on one time axis
-#   docs/img/kimi-k3-wafers.png   serving on 59 wafers: 2 ms of prefill passes
-#                                 walking down the pipeline
+#   docs/img/teach-*.png          one per teaching scenario, the whole step
+#   docs/img/compare-gpipe-1f1b-zbh2.png   GPipe over 1F1B over ZB-H2: one time
+#                                 axis, one memory scale
+#   docs/img/teach-1f1b-bubble.png   the pointer on stage 0's bubble: what it
+#                                 waits for, and how long
+#   docs/img/megatron-gpt3-175b.png  16 stages of 1,024 chips: TP and DP peers
+#                                 folded, each stage's DP all-reduce lane, the
+#                                 pointer on exposed DP communication
+#   docs/img/kimi-k3-wafers.png   500 requests served by 59 wafers, the whole
+#                                 run as a heat map of busy share
+#   docs/img/kimi-k3-wafers-zoom.png  1 ms of it: decode passes walking down
+#                                 the wafers
+#   docs/img/small-640x360.png    DualPipe in a small window: the header wraps
 # Images are rewritten only when their pixels change (PNG output is
 # deterministic, so an unchanged picture is byte-identical anyway).
 #
@@ -18,20 +27,26 @@ mkdir -p "$out"
 fail=0
 shot() {
     name=$1; shift
-    if "$view" "$@" --size "$size" --screenshot "$out/$name.png"; then
+    if "$view" "$@" --screenshot "$out/$name.png"; then
         echo "  PNG     $out/$name.png"
     else
         echo "screenshots: $name failed"; fail=1
     fi
 }
 for s in scenarios/teach-*.ini; do
-    shot "$(basename "$s" .ini)" "$s"
+    shot "$(basename "$s" .ini)" "$s" --size "$size"
 done
-if [ -f scenarios/teach-gpipe.ini ] && [ -f scenarios/teach-1f1b.ini ] && [ -f scenarios/teach-zb-h2.ini ]; then
-    shot compare-gpipe-1f1b-zbh2 scenarios/teach-gpipe.ini \
-        --compare scenarios/teach-1f1b.ini --compare scenarios/teach-zb-h2.ini
-fi
-# The whole 0.5 s run is 99.5 % bubble at this scale (a pass takes well
-# under a microsecond per wafer, a hop 2 us); 2 ms show the passes moving.
-shot kimi-k3-wafers scenarios/kimi-k3-wafers.ini --set inference.requests=50 --view 9ms..11ms
+shot compare-gpipe-1f1b-zbh2 scenarios/teach-gpipe.ini \
+    --compare scenarios/teach-1f1b.ini --compare scenarios/teach-zb-h2.ini --size 1400x900
+# Stage 0 of 1F1B idles from 4 to 10 ms waiting for BW0 to come back up.
+shot teach-1f1b-bubble scenarios/teach-1f1b.ini --hover 7ms,0 --size "$size"
+# The pointer on stage 0's wait for its own DP all-reduce before the optimizer.
+shot megatron-gpt3-175b scenarios/megatron-gpt3-175b.ini --hover 25.7s,0 --size 1400x900
+# The whole run: 5 s, a pass per wafer takes 1-30 us, so each pixel column
+# holds thousands of them: a heat map of how busy each wafer is.
+shot kimi-k3-wafers scenarios/kimi-k3-wafers.ini --size "$size"
+# 1 ms at the run's busiest moment (most passes formed): passes walk down
+# the chain, 2 us a hop.
+shot kimi-k3-wafers-zoom scenarios/kimi-k3-wafers.ini --view 2986ms..2987ms --size "$size"
+shot small-640x360 scenarios/teach-dualpipe.ini --size 640x360
 exit $fail

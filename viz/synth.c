@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GiB ((int64_t)1 << 30)
+#define GB ((int64_t)1000000000)  /* the CLI's GB */
 
 struct pass { int bw; int mb; };   /* bw = 0: forward, 1: fused backward */
 
@@ -43,12 +43,19 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
     /* done[bw][stage][mb] = end time, or -1 while not yet run. */
     size_t cells = (size_t)p * (size_t)m;
     mp_time *done = mp_xmalloc(2 * cells * sizeof *done);
+    uint32_t *done_id = mp_xmalloc(2 * cells * sizeof *done_id);
     for (size_t i = 0; i < 2 * cells; i++) done[i] = -1;
 #define DONE(bw, s, k) done[(size_t)(bw) * cells + (size_t)(s) * (size_t)m + (size_t)(k)]
+#define DONE_ID(bw, s, k) done_id[(size_t)(bw) * cells + (size_t)(s) * (size_t)m + (size_t)(k)]
+    /* Op ids in the order ops are made; each op names the op whose end let
+     * it start: the pass it waited for, else the one before it on its chip. */
+    uint32_t next_id = 0;
+    uint32_t *prev_id = mp_xmalloc((size_t)p * sizeof *prev_id);
+    for (int s = 0; s < p; s++) prev_id[s] = TL_NONE;
     struct pass *ord = mp_xmalloc(cells * 2 * sizeof *ord);
     int *next = mp_xcalloc((size_t)p, sizeof *next);
     mp_time *free_at = mp_xcalloc((size_t)p, sizeof *free_at);
-    const int64_t act = GiB, weights = 2 * GiB;
+    const int64_t act = GB, weights = 2 * GB;
 
     for (int s = 0; s < p; s++) {
         struct tl_mem w = { .t = 0, .delta = weights, .in_use = weights, .chip = s,
@@ -68,12 +75,15 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
             while (next[s] < 2 * m) {
                 struct pass ps = ord[(size_t)s * 2 * (size_t)m + (size_t)next[s]];
                 mp_time ready = free_at[s];
+                uint32_t by = prev_id[s];
                 if (!ps.bw && s > 0) {
                     if (DONE(0, s - 1, ps.mb) < 0) break;
-                    if (DONE(0, s - 1, ps.mb) > ready) ready = DONE(0, s - 1, ps.mb);
+                    if (DONE(0, s - 1, ps.mb) > ready)
+                        ready = DONE(0, s - 1, ps.mb), by = DONE_ID(0, s - 1, ps.mb);
                 } else if (ps.bw && s < p - 1) {
                     if (DONE(1, s + 1, ps.mb) < 0) break;
-                    if (DONE(1, s + 1, ps.mb) > ready) ready = DONE(1, s + 1, ps.mb);
+                    if (DONE(1, s + 1, ps.mb) > ready)
+                        ready = DONE(1, s + 1, ps.mb), by = DONE_ID(1, s + 1, ps.mb);
                 }
                 mp_time dur = ps.bw ? t_b : t_f;
                 struct tl_op op = {
@@ -81,6 +91,8 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
                     .microbatch = ps.mb, .chunk = 0, .layer_first = 4 * s,
                     .layer_last = 4 * s + 3, .stream = TL_COMPUTE,
                     .kind = ps.bw ? TL_KIND_BW : TL_KIND_F,
+                    .has_id = true, .id = next_id++, .has_released = by != TL_NONE,
+                    .released_by = by,
                 };
                 char label[64];
                 snprintf(label, sizeof label, "%s mb%d stage %d", ps.bw ? "BW" : "F", ps.mb, s);
@@ -92,6 +104,8 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
                                      .category = TL_MEM_ACTIVATIONS };
                 timeline_add_mem(tl, &mm);
                 DONE(ps.bw, s, ps.mb) = op.end;
+                DONE_ID(ps.bw, s, ps.mb) = op.id;
+                prev_id[s] = op.id;
                 free_at[s] = op.end;
                 next[s]++;
                 moved = true;
@@ -99,7 +113,10 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
         }
     }
 #undef DONE
+#undef DONE_ID
     free(done);
+    free(done_id);
+    free(prev_id);
     free(ord);
     free(next);
     free(free_at);
@@ -112,14 +129,16 @@ int timeline_textbook(struct timeline *tl, const char *schedule, int p, int m, m
     snprintf(v, sizeof v, "%d", p);
     timeline_set_meta(tl, -1, "chips", v);
     for (int s = 0; s < p; s++) {
-        snprintf(v, sizeof v, "%lld", (long long)(16 * GiB));
+        snprintf(v, sizeof v, "%lld", (long long)(16 * GB));
         timeline_set_meta(tl, s, "capacity_bytes", v);
     }
-    timeline_finish(tl);
-    snprintf(v, sizeof v, "%.12g", (double)(tl->t_end - tl->t_begin) / 1e12);
+    /* No transfer time: the step is (m + p − 1)(t_f + t_b) for both
+     * schedules, the bubble (p − 1)/(m + p − 1) (cases.md §3). */
+    snprintf(v, sizeof v, "%.12g", (double)(m + p - 1) * (double)(t_f + t_b) / 1e12);
     timeline_set_meta(tl, -1, "step_time_s", v);
-    snprintf(v, sizeof v, "%.6f", tl->bubble);
+    snprintf(v, sizeof v, "%.6f", (double)(p - 1) / (double)(m + p - 1));
     timeline_set_meta(tl, -1, "bubble", v);
+    timeline_set_meta(tl, -1, "model", "synthetic");
     if (!tl->name) tl->name = mp_xstrdup(schedule);
     timeline_finish(tl);
     return MP_OK;
@@ -144,7 +163,7 @@ void timeline_synthetic(struct timeline *tl, int chips, size_t ops)
     uint32_t seed = 12345;
     for (int c = 0; c < chips; c++) {
         mp_time tc = (mp_time)c * 2 * MP_PS_PER_US, tm = tc;
-        int64_t in_use = 4 * GiB;
+        int64_t in_use = 4 * GB;
         struct tl_mem w = { .t = 0, .delta = in_use, .in_use = in_use, .chip = c,
                             .category = TL_MEM_WEIGHTS };
         timeline_add_mem(tl, &w);
@@ -169,8 +188,8 @@ void timeline_synthetic(struct timeline *tl, int chips, size_t ops)
             }
             timeline_add_op(tl, &op, NULL);
             if (i % 16 == 0) {
-                int64_t d = (r & 1) ? GiB / 4 : -(GiB / 4);
-                if (in_use + d < 4 * GiB) d = -d;
+                int64_t d = (r & 1) ? GB / 4 : -(GB / 4);
+                if (in_use + d < 4 * GB) d = -d;
                 in_use += d;
                 struct tl_mem m = { .t = tc, .delta = d, .in_use = in_use, .chip = c,
                                     .category = TL_MEM_ACTIVATIONS };
@@ -178,7 +197,7 @@ void timeline_synthetic(struct timeline *tl, int chips, size_t ops)
             }
         }
         char v[64];
-        snprintf(v, sizeof v, "%lld", (long long)(80 * GiB));
+        snprintf(v, sizeof v, "%lld", (long long)(80 * GB));
         timeline_set_meta(tl, c, "capacity_bytes", v);
     }
     char v[64];

@@ -1,6 +1,8 @@
 /* timeline.c — the in-memory timeline: adding rows, then one finishing pass
- * that sorts and indexes them so each frame only touches what is on screen. */
+ * that sorts and indexes them so each frame only touches what is on screen.
+ * Idle time and memory queries are in timeline_query.c. */
 #include "timeline.h"
+#include "timeline_impl.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -18,13 +20,15 @@ static const char *const known_kinds[TL_KIND_CUSTOM] = {
 _Static_assert(TL_KIND_CUSTOM + 1 == TL_LOD_SLOTS, "one pyramid slot per known kind + customs");
 
 static const char *const mem_cats[TL_MEM_CATS] = {
-    "weights", "grads", "optimizer", "activations", "kv", "other",
+    "weights", "grads", "optimizer", "activations", "kv", "comm", "other",
 };
+
+static const char *const comm_names[TL_COMM_KINDS] = { "", "tp", "pp", "dp", "ep", "cp" };
 
 void timeline_init(struct timeline *tl)
 {
     memset(tl, 0, sizeof *tl);
-    /* Offset 0 of the label pool is the empty string, so a zeroed op has "". */
+    /* Offset 0 of the label pool is the empty string, so a zeroed info has "". */
     MP_GROW(tl->strings, tl->cap_strings, 1);
     tl->strings[0] = '\0';
     tl->n_strings = 1;
@@ -32,33 +36,56 @@ void timeline_init(struct timeline *tl)
         MP_GROW(tl->kinds, tl->cap_kinds, tl->n_kinds + 1);
         tl->kinds[tl->n_kinds++] = mp_xstrdup(known_kinds[k]);
     }
+    tl->max_chunk = -1;
+}
+
+static void free_lane_derived(struct tl_lane *l)
+{
+    if (l->ends != l->end) free(l->ends);
+    l->ends = NULL;
+    free(l->maxend);
+    free(l->ck_busy);
+    free(l->ck_maxend);
+    free(l->rel);
+    l->maxend = l->ck_busy = l->ck_maxend = NULL;
+    l->rel = NULL;
+    if (l->lod) {
+        free(l->lod->busy);
+        free(l->lod->kind);
+        free(l->lod);
+        l->lod = NULL;
+    }
 }
 
 static void free_derived(struct timeline *tl)
 {
-    for (int i = 0; tl->lanes && i < tl->n_chips * TL_STREAMS; i++) {
-        struct tl_lod *lod = tl->lanes[i].lod;
-        if (!lod) continue;
-        free(lod->busy);
-        free(lod->kind);
-        free(lod);
+    for (int r = 0; r < tl->n_rows; r++) {
+        for (int s = 0; s < TL_STREAMS; s++) free_lane_derived(&tl->rows[r].lane[s]);
+        free(tl->rows[r].mem_ck);
+        tl->rows[r].mem_ck = NULL;
     }
-    free(tl->chips);  tl->chips = NULL;
-    free(tl->lanes);  tl->lanes = NULL;
-    free(tl->maxend); tl->maxend = NULL;
-    free(tl->cumbusy); tl->cumbusy = NULL;
-    free(tl->rows);   tl->rows = NULL;
-    free(tl->events); tl->events = NULL;
-    tl->n_chips = tl->n_rows = 0;
-    tl->n_events = 0;
+    free(tl->order);
+    tl->order = NULL;
     tl->finished = false;
 }
 
 void timeline_release(struct timeline *tl)
 {
     free_derived(tl);
+    for (int r = 0; r < tl->n_rows; r++) {
+        for (int s = 0; s < TL_STREAMS; s++) {
+            struct tl_lane *l = &tl->rows[r].lane[s];
+            free(l->start);
+            free(l->end);
+            free(l->info);
+            free(l->released);
+            free(l->ids);
+        }
+    }
+    free(tl->rows);
+    free(tl->row_of_key);
     free(tl->name);
-    free(tl->ops);
+    free(tl->infos);
     free(tl->mem);
     for (size_t i = 0; i < tl->n_meta; i++) {
         free(tl->meta[i].key);
@@ -87,27 +114,175 @@ const char *timeline_kind_name(const struct timeline *tl, uint16_t kind)
     return kind < tl->n_kinds ? tl->kinds[kind] : "?";
 }
 
+uint8_t timeline_comm_id(const char *name)
+{
+    for (int c = 1; c < TL_COMM_KINDS; c++)
+        if (strcmp(name, comm_names[c]) == 0) return (uint8_t)c;
+    return TL_COMM_NONE;
+}
+
+const char *timeline_comm_name(uint8_t comm) { return comm < TL_COMM_KINDS ? comm_names[comm] : ""; }
+
+void timeline_rows_by_slot(struct timeline *tl)
+{
+    assert(tl->n_ops == 0);
+    tl->rows_by_slot = true;
+}
+
+/* ---- adding ---- */
+
+/* The row of `key`, made when new. */
+static int row_for(struct timeline *tl, int key)
+{
+    assert(key >= 0 && key <= TL_MAX_CHIP);
+    if (key >= tl->n_keys) {
+        int n = tl->n_keys ? tl->n_keys : 16;
+        while (n <= key) n *= 2;
+        tl->row_of_key = mp_xrealloc(tl->row_of_key, (size_t)n * sizeof *tl->row_of_key);
+        for (int i = tl->n_keys; i < n; i++) tl->row_of_key[i] = -1;
+        tl->n_keys = n;
+    }
+    int r = tl->row_of_key[key];
+    if (r >= 0) return r;
+    MP_GROW(tl->rows, tl->cap_rows, tl->n_rows + 1);
+    r = tl->n_rows++;
+    struct tl_row *row = &tl->rows[r];
+    memset(row, 0, sizeof *row);
+    row->key = key;
+    row->stage = row->node = row->serves = -1;
+    tl->row_of_key[key] = r;
+    return r;
+}
+
+int timeline_row_of(const struct timeline *tl, int key)
+{
+    return key >= 0 && key < tl->n_keys ? tl->row_of_key[key] : -1;
+}
+
+uint32_t timeline_intern(struct timeline *tl, const char *label)
+{
+    if (!label || !*label) return 0;
+    size_t n = strlen(label) + 1;
+    assert(tl->n_strings + n < UINT32_MAX);
+    MP_GROW(tl->strings, tl->cap_strings, tl->n_strings + n);
+    memcpy(tl->strings + tl->n_strings, label, n);
+    uint32_t off = (uint32_t)tl->n_strings;
+    tl->n_strings += n;
+    return off;
+}
+
+uint32_t timeline_add_info(struct timeline *tl, const struct tl_op *op, const char *label)
+{
+    assert(tl->n_infos < TL_NONE);
+    MP_GROW(tl->infos, tl->cap_infos, tl->n_infos + 1);
+    struct tl_info *in = &tl->infos[tl->n_infos];
+    bool fb = op->kind == TL_KIND_FB;
+    *in = (struct tl_info){
+        .bytes = op->bytes, .chip = op->chip, .stage = op->stage, .microbatch = op->microbatch,
+        .microbatch2 = fb ? op->microbatch2 : -1, .layer_first = op->layer_first,
+        .layer_last = op->layer_last, .label = timeline_intern(tl, label),
+        .chunk = (int16_t)(op->chunk < INT16_MAX ? op->chunk : INT16_MAX),
+        .chunk2 = (int16_t)(!fb ? -1 : op->chunk2 < INT16_MAX ? op->chunk2 : INT16_MAX),
+        .kind = op->kind, .comm = op->comm, .dir = op->dir, .dir2 = fb ? op->dir2 : TL_DIR_NONE,
+    };
+    return (uint32_t)tl->n_infos++;
+}
+
+static void lane_grow(struct tl_lane *l, size_t need)
+{
+    if (need <= l->cap) return;
+    size_t cap = l->cap ? l->cap : 64;
+    while (cap < need) cap = cap + cap / 2;
+    l->start = mp_xrealloc(l->start, cap * sizeof *l->start);
+    l->end = mp_xrealloc(l->end, cap * sizeof *l->end);
+    l->info = mp_xrealloc(l->info, cap * sizeof *l->info);
+    if (l->released) l->released = mp_xrealloc(l->released, cap * sizeof *l->released);
+    if (l->ids) l->ids = mp_xrealloc(l->ids, cap * sizeof *l->ids);
+    l->cap = cap;
+}
+
+void timeline_reserve(struct timeline *tl, int chip, int stream, size_t n)
+{
+    int ri_ = row_for(tl, chip); /* may move tl->rows */
+    struct tl_lane *l = &tl->rows[ri_].lane[stream];
+    lane_grow(l, l->n + n);
+}
+
+static struct tl_lane *lane_push(struct timeline *tl, int key, int stream, mp_time start,
+                                 mp_time end, uint32_t info)
+{
+    assert(end >= start && stream >= 0 && stream < TL_STREAMS);
+    int ri_ = row_for(tl, key); /* may move tl->rows */
+    struct tl_lane *l = &tl->rows[ri_].lane[stream];
+    lane_grow(l, l->n + 1);
+    l->start[l->n] = start;
+    l->end[l->n] = end;
+    l->info[l->n] = info;
+    if (l->released) l->released[l->n] = TL_NONE;
+    if (l->ids) l->ids[l->n] = TL_NONE;
+    l->n++;
+    tl->n_ops++;
+    tl->finished = false;
+    return l;
+}
+
+void timeline_add_ops(struct timeline *tl, int chip, int stream, size_t n, const mp_time *start,
+                      const mp_time *end, const uint32_t *info)
+{
+    if (!n) return;
+    int ri_ = row_for(tl, chip);
+    struct tl_lane *l = &tl->rows[ri_].lane[stream];
+    lane_grow(l, l->n + n);
+    for (size_t i = 0; i < n; i++) assert(end[i] >= start[i] && info[i] < tl->n_infos);
+    memcpy(l->start + l->n, start, n * sizeof *start);
+    memcpy(l->end + l->n, end, n * sizeof *end);
+    memcpy(l->info + l->n, info, n * sizeof *info);
+    if (l->released) for (size_t i = 0; i < n; i++) l->released[l->n + i] = TL_NONE;
+    if (l->ids) for (size_t i = 0; i < n; i++) l->ids[l->n + i] = TL_NONE;
+    l->n += n;
+    tl->n_ops += n;
+    tl->finished = false;
+}
+
+void timeline_add_op_info(struct timeline *tl, int chip, int stream, mp_time start, mp_time end,
+                          uint32_t info)
+{
+    assert(info < tl->n_infos);
+    lane_push(tl, chip, stream, start, end, info);
+}
+
+/* An optional per-op array, made on first use with TL_NONE for the ops
+ * before. */
+static uint32_t *optional(uint32_t **arr, const struct tl_lane *l)
+{
+    if (!*arr) {
+        *arr = mp_xmalloc(l->cap * sizeof **arr);
+        for (size_t i = 0; i < l->cap; i++) (*arr)[i] = TL_NONE;
+    }
+    return *arr;
+}
+
 void timeline_add_op(struct timeline *tl, const struct tl_op *op, const char *label)
 {
-    assert(op->end >= op->start && op->chip >= 0 && op->stream < TL_STREAMS);
-    MP_GROW(tl->ops, tl->cap_ops, tl->n_ops + 1);
-    struct tl_op *o = &tl->ops[tl->n_ops++];
-    *o = *op;
-    o->label = 0;
-    if (label && *label) {
-        size_t n = strlen(label) + 1;
-        assert(tl->n_strings + n < UINT32_MAX);
-        MP_GROW(tl->strings, tl->cap_strings, tl->n_strings + n);
-        memcpy(tl->strings + tl->n_strings, label, n);
-        o->label = (uint32_t)tl->n_strings;
-        tl->n_strings += n;
+    assert(op->chip >= 0 && op->chip <= TL_MAX_CHIP);
+    int key = tl->rows_by_slot ? (op->microbatch >= 0 ? op->microbatch : 0) : op->chip;
+    uint32_t info = timeline_add_info(tl, op, label);
+    struct tl_lane *l = lane_push(tl, key, op->stream, op->start, op->end, info);
+    if (op->has_id) {
+        assert(op->id <= TL_MAX_ID);
+        optional(&l->ids, l)[l->n - 1] = op->id;
+        tl->has_ids = true;
     }
-    tl->finished = false;
+    if (op->has_released) {
+        assert(op->released_by <= TL_MAX_ID);
+        optional(&l->released, l)[l->n - 1] = op->released_by;
+        tl->has_released = true;
+    }
 }
 
 void timeline_add_mem(struct timeline *tl, const struct tl_mem *m)
 {
-    assert(m->chip >= 0);
+    assert(m->chip >= 0 && m->chip <= TL_MAX_CHIP);
     MP_GROW(tl->mem, tl->cap_mem, tl->n_mem + 1);
     tl->mem[tl->n_mem++] = *m;
     tl->finished = false;
@@ -149,27 +324,48 @@ const char *timeline_mem_category_name(uint16_t cat)
 
 /* ---- finishing ---- */
 
-static int cmp_op(const void *a, const void *b)
+/* qsort has no context pointer; finishing is not reentrant anyway. */
+static const struct tl_lane *sort_lane;
+
+static int cmp_lane_idx(const void *a, const void *b)
 {
-    const struct tl_op *x = a, *y = b;
-    if (x->chip != y->chip) return x->chip < y->chip ? -1 : 1;
-    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
-    if (x->start != y->start) return x->start < y->start ? -1 : 1;
-    if (x->end != y->end) return x->end < y->end ? -1 : 1;
-    return 0;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    const struct tl_lane *l = sort_lane;
+    if (l->start[x] != l->start[y]) return l->start[x] < l->start[y] ? -1 : 1;
+    if (l->end[x] != l->end[y]) return l->end[x] < l->end[y] ? -1 : 1;
+    return x < y ? -1 : x > y; /* stable: equal ops keep their order */
 }
 
-/* Memory rows keep their file order among equal times (qsort is not stable,
- * so the index breaks ties): in_use after the last change at t is what the
- * simulator meant. */
-struct mem_sort { struct tl_mem m; size_t idx; };
+#define PERMUTE(arr, perm, n, type)                                          \
+    do {                                                                    \
+        if (arr) {                                                          \
+            type *tmp_ = mp_xmalloc((n) * sizeof *tmp_);                    \
+            for (size_t i_ = 0; i_ < (n); i_++) tmp_[i_] = (arr)[(perm)[i_]]; \
+            memcpy((arr), tmp_, (n) * sizeof *tmp_);                        \
+            free(tmp_);                                                     \
+        }                                                                   \
+    } while (0)
 
-static int cmp_mem(const void *a, const void *b)
+/* Sort a lane by (start, end) unless it already is (the simulator's lanes
+ * are: a stream runs its ops one after another). */
+static void sort_lane_ops(struct tl_lane *l)
 {
-    const struct mem_sort *x = a, *y = b;
-    if (x->m.chip != y->m.chip) return x->m.chip < y->m.chip ? -1 : 1;
-    if (x->m.t != y->m.t) return x->m.t < y->m.t ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    bool sorted = true;
+    for (size_t i = 1; i < l->n && sorted; i++)
+        sorted = l->start[i - 1] < l->start[i] ||
+                 (l->start[i - 1] == l->start[i] && l->end[i - 1] <= l->end[i]);
+    if (sorted) return;
+    size_t *perm = mp_xmalloc(l->n * sizeof *perm);
+    for (size_t i = 0; i < l->n; i++) perm[i] = i;
+    sort_lane = l;
+    qsort(perm, l->n, sizeof *perm, cmp_lane_idx);
+    sort_lane = NULL;
+    PERMUTE(l->start, perm, l->n, mp_time);
+    PERMUTE(l->end, perm, l->n, mp_time);
+    PERMUTE(l->info, perm, l->n, uint32_t);
+    PERMUTE(l->released, perm, l->n, uint32_t);
+    PERMUTE(l->ids, perm, l->n, uint32_t);
+    free(perm);
 }
 
 static int cmp_time(const void *a, const void *b)
@@ -178,23 +374,151 @@ static int cmp_time(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static const struct timeline *row_sort_tl; /* qsort has no context pointer */
-
-static int cmp_row(const void *a, const void *b)
+/* Running max end (only when ops overlap), sorted ends, busy checkpoints. */
+static void index_lane(struct tl_lane *l)
 {
-    const struct tl_chip *x = &row_sort_tl->chips[*(const int *)a];
-    const struct tl_chip *y = &row_sort_tl->chips[*(const int *)b];
-    /* Chips without a stage (memory or meta only) go last. */
-    int32_t sx = x->stage < 0 ? INT32_MAX : x->stage, sy = y->stage < 0 ? INT32_MAX : y->stage;
+    bool overlap = false;
+    for (size_t i = 1; i < l->n && !overlap; i++) overlap = l->end[i - 1] > l->start[i];
+    if (overlap) {
+        l->maxend = mp_xmalloc(l->n * sizeof *l->maxend);
+        l->ends = mp_xmalloc(l->n * sizeof *l->ends);
+        mp_time m = INT64_MIN;
+        for (size_t i = 0; i < l->n; i++) {
+            if (l->end[i] > m) m = l->end[i];
+            l->maxend[i] = m;
+        }
+        memcpy(l->ends, l->end, l->n * sizeof *l->ends);
+        qsort(l->ends, l->n, sizeof *l->ends, cmp_time);
+    } else {
+        l->ends = l->end;
+    }
+    size_t nck = l->n / TL_CK + 1;
+    l->ck_busy = mp_xmalloc(nck * sizeof *l->ck_busy);
+    l->ck_maxend = mp_xmalloc(nck * sizeof *l->ck_maxend);
+    /* Busy time is the union of intervals, so overlapping ops count once. */
+    mp_time busy = 0, m = INT64_MIN;
+    for (size_t i = 0; i < l->n; i++) {
+        if (i % TL_CK == 0) {
+            l->ck_busy[i / TL_CK] = busy;
+            l->ck_maxend[i / TL_CK] = m;
+        }
+        if (l->end[i] > m) {
+            busy += l->end[i] - (l->start[i] > m ? l->start[i] : m);
+            m = l->end[i];
+        }
+    }
+    if (l->n % TL_CK == 0) {
+        l->ck_busy[l->n / TL_CK] = busy;
+        l->ck_maxend[l->n / TL_CK] = m;
+    }
+    l->busy = busy;
+}
+
+struct id_pair { uint32_t id, g; };
+
+static int cmp_id(const void *a, const void *b)
+{
+    const struct id_pair *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* released_by names ops by their file ids; turn them into global indices.
+ * Dense ids (the simulator's are 0..n−1) use a table, others a sorted list. */
+static void resolve_released(struct timeline *tl)
+{
+    if (!tl->has_released) return;
+    uint32_t max_id = 0;
+    size_t n_ids = 0;
+    for (int r = 0; r < tl->n_rows; r++)
+        for (int s = 0; s < TL_STREAMS; s++) {
+            const struct tl_lane *l = &tl->rows[r].lane[s];
+            for (size_t k = 0; l->ids && k < l->n; k++)
+                if (l->ids[k] != TL_NONE) {
+                    n_ids++;
+                    if (l->ids[k] > max_id) max_id = l->ids[k];
+                }
+        }
+    bool dense = n_ids > 0 && (size_t)max_id < 2 * n_ids + 1024;
+    uint32_t *table = NULL;
+    struct id_pair *pairs = NULL;
+    if (dense) {
+        table = mp_xmalloc(((size_t)max_id + 1) * sizeof *table);
+        for (size_t i = 0; i <= max_id; i++) table[i] = TL_NONE;
+    } else if (n_ids) {
+        pairs = mp_xmalloc(n_ids * sizeof *pairs);
+    }
+    size_t np = 0;
+    for (int r = 0; r < tl->n_rows; r++)
+        for (int s = 0; s < TL_STREAMS; s++) {
+            const struct tl_lane *l = &tl->rows[r].lane[s];
+            for (size_t k = 0; l->ids && k < l->n; k++) {
+                if (l->ids[k] == TL_NONE) continue;
+                uint32_t g = (uint32_t)(l->base + k);
+                if (table) table[l->ids[k]] = g;
+                else pairs[np++] = (struct id_pair){ l->ids[k], g };
+            }
+        }
+    if (pairs) qsort(pairs, np, sizeof *pairs, cmp_id);
+    for (int r = 0; r < tl->n_rows; r++)
+        for (int s = 0; s < TL_STREAMS; s++) {
+            struct tl_lane *l = &tl->rows[r].lane[s];
+            if (!l->released || !l->n) continue;
+            l->rel = mp_xmalloc(l->n * sizeof *l->rel);
+            for (size_t k = 0; k < l->n; k++) {
+                uint32_t id = l->released[k], g = TL_NONE;
+                if (id != TL_NONE && table && id <= max_id) {
+                    g = table[id];
+                } else if (id != TL_NONE && pairs) {
+                    struct id_pair key = { id, 0 };
+                    const struct id_pair *hit = bsearch(&key, pairs, np, sizeof *pairs, cmp_id);
+                    if (hit) g = hit->g;
+                }
+                l->rel[k] = g;
+            }
+        }
+    free(table);
+    free(pairs);
+}
+
+static const struct timeline *order_tl;
+
+/* Screen order: pipeline rows by (stage, node, key); the rows that serve one
+ * (DP lanes, EP ranks) right after it by key; rows with neither last. */
+static int cmp_order(const void *a, const void *b)
+{
+    const struct tl_row *rows = order_tl->rows;
+    int ra = *(const int *)a, rb = *(const int *)b;
+    const struct tl_row *x = &rows[ra], *y = &rows[rb];
+    const struct tl_row *ox = x->serves >= 0 ? &rows[x->serves] : x;
+    const struct tl_row *oy = y->serves >= 0 ? &rows[y->serves] : y;
+    int32_t sx = ox->stage < 0 ? INT32_MAX : ox->stage, sy = oy->stage < 0 ? INT32_MAX : oy->stage;
     if (sx != sy) return sx < sy ? -1 : 1;
-    if (x->node != y->node) return x->node < y->node ? -1 : 1;
-    int ca = *(const int *)a, cb = *(const int *)b;
-    return ca < cb ? -1 : ca > cb;
+    if (ox->node != oy->node) return ox->node < oy->node ? -1 : 1;
+    if (ox->key != oy->key) return ox->key < oy->key ? -1 : 1;
+    if ((x->serves >= 0) != (y->serves >= 0)) return x->serves >= 0 ? 1 : -1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+struct mem_sort { struct tl_mem m; size_t idx; };
+
+/* Memory rows keep their file order among equal times (qsort is not stable,
+ * so the index breaks ties): in_use after the last change at t is what the
+ * simulator meant. */
+static int cmp_mem(const void *a, const void *b)
+{
+    const struct mem_sort *x = a, *y = b;
+    if (x->m.chip != y->m.chip) return x->m.chip < y->m.chip ? -1 : 1;
+    if (x->m.t != y->m.t) return x->m.t < y->m.t ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 static void index_memory(struct timeline *tl)
 {
-    if (tl->n_mem > 1) {
+    bool sorted = true;
+    for (size_t i = 1; i < tl->n_mem && sorted; i++)
+        sorted = tl->mem[i - 1].chip < tl->mem[i].chip ||
+                 (tl->mem[i - 1].chip == tl->mem[i].chip && tl->mem[i - 1].t <= tl->mem[i].t);
+    if (!sorted) {
         struct mem_sort *tmp = mp_xmalloc(tl->n_mem * sizeof *tmp);
         for (size_t i = 0; i < tl->n_mem; i++) tmp[i] = (struct mem_sort){ tl->mem[i], i };
         qsort(tmp, tl->n_mem, sizeof *tmp, cmp_mem);
@@ -202,256 +526,169 @@ static void index_memory(struct timeline *tl)
         free(tmp);
     }
     for (size_t i = 0; i < tl->n_mem; i++) {
-        struct tl_chip *c = &tl->chips[tl->mem[i].chip];
-        if (c->mem_count == 0) c->mem_first = i;
-        c->mem_count++;
-        if (tl->mem[i].in_use > c->peak_mem) c->peak_mem = tl->mem[i].in_use;
-        if (c->peak_mem > tl->max_peak_mem) tl->max_peak_mem = c->peak_mem;
+        int ri_ = row_for(tl, tl->mem[i].chip); /* may move tl->rows */
+        struct tl_row *r = &tl->rows[ri_];
+        if (r->mem_count == 0) r->mem_first = i;
+        r->mem_count++;
+        if (tl->mem[i].in_use > r->peak_mem) r->peak_mem = tl->mem[i].in_use;
+        if (r->peak_mem > tl->max_peak_mem) tl->max_peak_mem = r->peak_mem;
     }
-}
-
-static void index_ops(struct timeline *tl)
-{
-    qsort(tl->ops, tl->n_ops, sizeof *tl->ops, cmp_op);
-    tl->maxend = mp_xmalloc((tl->n_ops ? tl->n_ops : 1) * sizeof *tl->maxend);
-    tl->cumbusy = mp_xmalloc((tl->n_ops ? tl->n_ops : 1) * sizeof *tl->cumbusy);
-    memset(tl->kind_seen, 0, sizeof tl->kind_seen);
-    tl->t_begin = tl->n_ops ? INT64_MAX : 0;
-    tl->t_end = 0;
-    for (size_t i = 0; i < tl->n_ops; i++) {
-        const struct tl_op *o = &tl->ops[i];
-        struct tl_lane *lane = &tl->lanes[o->chip * TL_STREAMS + o->stream];
-        struct tl_chip *c = &tl->chips[o->chip];
-        if (lane->count == 0) {
-            lane->first = i;
-            tl->maxend[i] = o->end;
-            tl->cumbusy[i] = o->end - o->start;
-        } else {
-            /* The union grows by the part of this op past everything before. */
-            mp_time prev = tl->maxend[i - 1];
-            tl->maxend[i] = o->end > prev ? o->end : prev;
-            tl->cumbusy[i] = tl->cumbusy[i - 1] +
-                             (o->end > prev ? o->end - (o->start > prev ? o->start : prev) : 0);
+    /* Per category levels every TL_CK rows, for the breakdown at an instant. */
+    for (int ri = 0; ri < tl->n_rows; ri++) {
+        struct tl_row *r = &tl->rows[ri];
+        if (!r->mem_count) continue;
+        size_t nck = r->mem_count / TL_CK + 1;
+        r->mem_ck = mp_xcalloc(nck, sizeof *r->mem_ck);
+        int64_t lv[TL_MEM_CATS] = { 0 };
+        for (size_t j = 0; j < r->mem_count; j++) {
+            if (j % TL_CK == 0) memcpy(r->mem_ck[j / TL_CK], lv, sizeof lv);
+            const struct tl_mem *m = &tl->mem[r->mem_first + j];
+            lv[m->category < TL_MEM_CATS ? m->category : TL_MEM_OTHER] += m->delta;
         }
-        tl->kind_seen[o->kind < TL_KIND_CUSTOM ? o->kind : TL_KIND_CUSTOM] = true;
-        lane->count++;
-        if (c->stage < 0) c->stage = o->stage;
-        if (o->stream == TL_COMM) tl->has_comm = true;
-        if (o->start < tl->t_begin) tl->t_begin = o->start;
-        if (o->end > tl->t_end) tl->t_end = o->end;
-    }
-    /* Busy time is the union of intervals, so overlapping ops count once. */
-    for (int chip = 0; chip < tl->n_chips; chip++) {
-        const struct tl_lane *lane = &tl->lanes[chip * TL_STREAMS + TL_COMPUTE];
-        tl->chips[chip].busy = lane->count ? tl->cumbusy[lane->first + lane->count - 1] : 0;
+        if (r->mem_count % TL_CK == 0) memcpy(r->mem_ck[r->mem_count / TL_CK], lv, sizeof lv);
     }
 }
 
-/* Level-of-detail pyramid of one lane (timeline.h). Level 0 has about one
- * bin per op (a power of two, at most 65536), so a column that covers
- * several bins covers several ops; each level above halves the bins. The
- * per-kind time of every bin is summed exactly in doubles in `w` (scratch
- * of n0 × TL_LOD_SLOTS), then folded pairwise level by level. */
-static void build_lod(struct timeline *tl, struct tl_lane *lane, double *w)
+static void apply_meta(struct timeline *tl)
 {
-    const struct tl_op *ops = &tl->ops[lane->first];
-    double base = (double)ops[0].start;
-    double end = (double)tl->maxend[lane->first + lane->count - 1];
-    if (!(end > base)) return;
-    uint32_t n0 = 64;
-    while (n0 < lane->count && n0 < (1u << 16)) n0 <<= 1;
-    double b0 = (end - base) / n0;
-    memset(w, 0, (size_t)n0 * TL_LOD_SLOTS * sizeof *w);
-    for (size_t i = 0; i < lane->count; i++) {
-        double s = (double)ops[i].start - base, e = (double)ops[i].end - base;
-        int slot = ops[i].kind < TL_KIND_CUSTOM ? ops[i].kind : TL_KIND_CUSTOM;
-        size_t j0 = (size_t)(s / b0), j1 = (size_t)(e / b0);
-        if (j1 >= n0) j1 = n0 - 1;
-        if (j0 > j1) j0 = j1;
-        for (size_t j = j0; j <= j1; j++) {
-            double lo = j * b0, hi = lo + b0;
-            double ov = (e < hi ? e : hi) - (s > lo ? s : lo);
-            if (j == n0 - 1 && e > hi) ov += e - hi; /* rounding at the very end */
-            if (ov > 0) w[j * TL_LOD_SLOTS + (size_t)slot] += ov;
-        }
+    for (size_t i = 0; i < tl->n_meta; i++) {
+        const struct tl_meta *m = &tl->meta[i];
+        if (m->chip < 0 || m->chip > TL_MAX_CHIP || tl->rows_by_slot) continue;
+        int ri_ = row_for(tl, m->chip); /* may move tl->rows */
+        struct tl_row *r = &tl->rows[ri_];
+        if (strcmp(m->key, "capacity_bytes") == 0) r->capacity = strtoll(m->value, NULL, 10);
+        else if (strcmp(m->key, "node") == 0) r->node = (int32_t)strtol(m->value, NULL, 10);
+        else if (strcmp(m->key, "stages") == 0) r->stages = m->value;
+        else if (strcmp(m->key, "stage") == 0) r->stage = (int32_t)strtol(m->value, NULL, 10);
     }
-    struct tl_lod *lod = mp_xcalloc(1, sizeof *lod);
-    lod->base = base;
-    lod->b0 = b0;
-    lod->n0 = n0;
-    size_t total = 0;
-    int levels = 0;
-    for (uint32_t n = n0; n >= 4 && levels < 24; n >>= 1) lod->off[levels++] = total, total += n;
-    lod->levels = levels;
-    lod->busy = mp_xmalloc(total * sizeof *lod->busy);
-    lod->kind = mp_xmalloc(total * sizeof *lod->kind);
-    for (int l = 0; l < levels; l++) {
-        uint32_t n = n0 >> l;
-        double width = b0 * (double)(1u << l);
-        if (l > 0) /* fold pairs of the level below, in place */
-            for (uint32_t j = 0; j < n; j++)
-                for (int k = 0; k < TL_LOD_SLOTS; k++)
-                    w[j * TL_LOD_SLOTS + k] = w[2 * j * TL_LOD_SLOTS + k] +
-                                              w[(2 * j + 1) * TL_LOD_SLOTS + k];
-        for (uint32_t j = 0; j < n; j++) {
-            const double *x = &w[j * TL_LOD_SLOTS];
-            double sum = 0;
-            int best = 0;
-            for (int k = 0; k < TL_LOD_SLOTS; k++) {
-                sum += x[k];
-                if (x[k] > x[best]) best = k;
-            }
-            lod->busy[lod->off[l] + j] = (float)(sum / width);
-            lod->kind[lod->off[l] + j] = (uint8_t)best;
-        }
+    /* serves= names a chip; rows may have been made after the meta row. */
+    for (size_t i = 0; i < tl->n_meta; i++) {
+        const struct tl_meta *m = &tl->meta[i];
+        if (m->chip < 0 || tl->rows_by_slot || strcmp(m->key, "serves") != 0) continue;
+        char *end;
+        long owner = strtol(m->value, &end, 10);
+        int ro = *end ? -1 : timeline_row_of(tl, (int)owner);
+        int r = timeline_row_of(tl, m->chip);
+        if (ro >= 0 && r >= 0 && ro != r && tl->rows[ro].serves < 0) tl->rows[r].serves = ro;
     }
-    lane->lod = lod;
-}
-
-static void index_lod(struct timeline *tl)
-{
-    double *w = NULL;
-    for (int i = 0; i < tl->n_chips * TL_STREAMS; i++) {
-        struct tl_lane *lane = &tl->lanes[i];
-        if (lane->count < TL_LOD_MIN_OPS) continue;
-        if (!w) w = mp_xmalloc((size_t)(1u << 16) * TL_LOD_SLOTS * sizeof *w);
-        build_lod(tl, lane, w);
-    }
-    free(w);
-}
-
-static void index_events(struct timeline *tl)
-{
-    tl->events = mp_xmalloc((2 * tl->n_ops + 1) * sizeof *tl->events);
-    size_t n = 0;
-    for (size_t i = 0; i < tl->n_ops; i++) {
-        tl->events[n++] = tl->ops[i].start;
-        tl->events[n++] = tl->ops[i].end;
-    }
-    qsort(tl->events, n, sizeof *tl->events, cmp_time);
-    size_t u = 0;
-    for (size_t i = 0; i < n; i++)
-        if (u == 0 || tl->events[u - 1] != tl->events[i]) tl->events[u++] = tl->events[i];
-    tl->n_events = u;
 }
 
 void timeline_finish(struct timeline *tl)
 {
     free_derived(tl);
-    tl->has_comm = tl->has_mem = false;
+    tl->has_comm = tl->has_mem = tl->has_dir = tl->has_fb = false;
     tl->max_peak_mem = 0;
+    tl->max_chunk = -1;
+    memset(tl->kind_seen, 0, sizeof tl->kind_seen);
+    if (!tl->rows_by_slot)
+        for (size_t i = 0; i < tl->n_mem; i++) row_for(tl, tl->mem[i].chip);
+    apply_meta(tl);
 
-    int max_chip = -1;
-    for (size_t i = 0; i < tl->n_ops; i++)
-        if (tl->ops[i].chip > max_chip) max_chip = tl->ops[i].chip;
-    for (size_t i = 0; i < tl->n_mem; i++)
-        if (tl->mem[i].chip > max_chip) max_chip = tl->mem[i].chip;
-    for (size_t i = 0; i < tl->n_meta; i++)
-        if (tl->meta[i].chip > max_chip) max_chip = tl->meta[i].chip;
-    tl->n_chips = max_chip + 1;
-    tl->chips = mp_xcalloc((size_t)(tl->n_chips ? tl->n_chips : 1), sizeof *tl->chips);
-    tl->lanes = mp_xcalloc((size_t)(tl->n_chips ? tl->n_chips : 1) * TL_STREAMS, sizeof *tl->lanes);
-    for (int c = 0; c < tl->n_chips; c++) {
-        tl->chips[c].stage = -1;
-        tl->chips[c].node = -1;
+    size_t base = 0;
+    uint8_t *seen = mp_xcalloc(tl->n_infos / 8 + 1, 1); /* infos of ops that last */
+    tl->t_begin = tl->n_ops ? INT64_MAX : 0;
+    tl->t_end = 0;
+    for (int r = 0; r < tl->n_rows; r++) {
+        struct tl_row *row = &tl->rows[r];
+        row->peak_mem = 0;
+        row->mem_count = 0;
+        for (int s = 0; s < TL_STREAMS; s++) {
+            struct tl_lane *l = &row->lane[s];
+            sort_lane_ops(l);
+            l->base = base;
+            base += l->n;
+            index_lane(l);
+            bool lasts = false;
+            for (size_t k = 0; k < l->n; k++) {
+                /* Ops that take no time (a hand-off with free links) are
+                 * never seen: they get no colour key and no lane. */
+                if (l->end[k] > l->start[k]) {
+                    seen[l->info[k] >> 3] |= (uint8_t)(1u << (l->info[k] & 7));
+                    lasts = true;
+                }
+            }
+            for (size_t k = 0; k < l->n && row->stage < 0; k++)
+                if (tl->infos[l->info[k]].stage >= 0) row->stage = tl->infos[l->info[k]].stage;
+            for (size_t k = 0; s == TL_COMPUTE && k < l->n; k++) {
+                const struct tl_info *in = &tl->infos[l->info[k]];
+                if (in->chunk > tl->max_chunk) tl->max_chunk = in->chunk;
+                if (in->kind == TL_KIND_FB && in->chunk2 > tl->max_chunk) tl->max_chunk = in->chunk2;
+            }
+            if (l->n) {
+                if (l->start[0] < tl->t_begin) tl->t_begin = l->start[0];
+                mp_time e = l->maxend ? l->maxend[l->n - 1] : l->end[l->n - 1];
+                if (e > tl->t_end) tl->t_end = e;
+                if (s == TL_COMM && lasts) tl->has_comm = true;
+            }
+        }
     }
-    for (size_t i = 0; i < tl->n_ops; i++) tl->chips[tl->ops[i].chip].present = true;
-    for (size_t i = 0; i < tl->n_mem; i++) tl->chips[tl->mem[i].chip].present = true;
-    for (size_t i = 0; i < tl->n_meta; i++) {
-        const struct tl_meta *m = &tl->meta[i];
-        if (m->chip < 0) continue;
-        struct tl_chip *c = &tl->chips[m->chip];
-        c->present = true;
-        if (strcmp(m->key, "capacity_bytes") == 0) c->capacity = strtoll(m->value, NULL, 10);
-        else if (strcmp(m->key, "node") == 0) c->node = (int32_t)strtol(m->value, NULL, 10);
+    assert(base == tl->n_ops);
+    for (size_t i = 0; i < tl->n_infos; i++) {
+        const struct tl_info *in = &tl->infos[i];
+        if (seen[i >> 3] & (1u << (i & 7)))
+            tl->kind_seen[in->kind < TL_KIND_CUSTOM ? in->kind : TL_KIND_CUSTOM] = true;
+        if (in->dir != TL_DIR_NONE) tl->has_dir = true;
+        if (in->kind == TL_KIND_FB) tl->has_fb = true;
     }
+    free(seen);
+    resolve_released(tl);
+    timeline_build_lod(tl);
+    if (!tl->rows_by_slot) index_memory(tl);
+    tl->has_mem = tl->n_mem > 0 && !tl->rows_by_slot;
 
-    index_ops(tl);
-    index_lod(tl);
-    index_memory(tl);
-    tl->has_mem = tl->n_mem > 0;
-    index_events(tl);
+    tl->order = mp_xmalloc((size_t)(tl->n_rows ? tl->n_rows : 1) * sizeof *tl->order);
+    for (int r = 0; r < tl->n_rows; r++) tl->order[r] = r;
+    order_tl = tl;
+    qsort(tl->order, (size_t)tl->n_rows, sizeof *tl->order, cmp_order);
+    order_tl = NULL;
 
-    tl->rows = mp_xmalloc((size_t)(tl->n_chips ? tl->n_chips : 1) * sizeof *tl->rows);
-    for (int c = 0; c < tl->n_chips; c++)
-        if (tl->chips[c].present) tl->rows[tl->n_rows++] = c;
-    row_sort_tl = tl;
-    qsort(tl->rows, (size_t)tl->n_rows, sizeof *tl->rows, cmp_row);
-    row_sort_tl = NULL;
-
-    /* bubble = 1 − Σ busy / (chips with compute × makespan), DESIGN.md §3;
-     * a stage is a chip row here (one lane per tensor-parallel group). */
-    mp_time span = tl->t_end - tl->t_begin;
-    double busy = 0;
-    int lanes = 0;
-    for (int c = 0; c < tl->n_chips; c++) {
-        if (tl->lanes[c * TL_STREAMS + TL_COMPUTE].count == 0) continue;
-        busy += (double)tl->chips[c].busy;
-        lanes++;
-    }
-    tl->bubble = (lanes && span > 0) ? 1.0 - busy / ((double)lanes * (double)span) : 0.0;
+    timeline_classify_idle(tl);
     tl->finished = true;
 }
 
-size_t timeline_lane_seek(const struct timeline *tl, const struct tl_lane *lane, mp_time t)
+bool timeline_locate(const struct timeline *tl, size_t g, int *row, int *stream, size_t *k)
 {
-    /* maxend is non-decreasing within a lane: find the first entry > t. */
-    size_t lo = lane->first, hi = lane->first + lane->count;
+    if (g >= tl->n_ops) return false;
+    /* Lanes are numbered row by row, stream by stream: search the rows. */
+    int lo = 0, hi = tl->n_rows - 1;
     while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tl->maxend[mid] > t) hi = mid;
-        else lo = mid + 1;
+        int mid = lo + (hi - lo + 1) / 2;
+        if (tl->rows[mid].lane[0].base <= g) lo = mid;
+        else hi = mid - 1;
     }
-    return lo;
+    const struct tl_row *r = &tl->rows[lo];
+    for (int s = 0; s < TL_STREAMS; s++) {
+        const struct tl_lane *l = &r->lane[s];
+        if (g >= l->base && g < l->base + l->n) {
+            *row = lo;
+            *stream = s;
+            *k = g - l->base;
+            return true;
+        }
+    }
+    return false;
 }
 
-double timeline_utilization(const struct timeline *tl, int chip)
+void timeline_get_op(const struct timeline *tl, int row, int stream, size_t k, struct tl_op *out)
 {
-    mp_time span = tl->t_end - tl->t_begin;
-    if (chip < 0 || chip >= tl->n_chips || span <= 0) return 0.0;
-    return (double)tl->chips[chip].busy / (double)span;
+    const struct tl_row *r = &tl->rows[row];
+    const struct tl_lane *l = &r->lane[stream];
+    const struct tl_info *in = &tl->infos[l->info[k]];
+    *out = (struct tl_op){
+        .start = l->start[k], .end = l->end[k], .bytes = in->bytes,
+        .chip = in->chip >= 0 ? in->chip : r->key, .stage = in->stage >= 0 ? in->stage : r->stage,
+        .microbatch = in->microbatch, .microbatch2 = in->microbatch2, .chunk = in->chunk,
+        .chunk2 = in->chunk2, .layer_first = in->layer_first, .layer_last = in->layer_last,
+        .kind = in->kind, .stream = (uint8_t)stream, .comm = in->comm, .dir = in->dir,
+        .dir2 = in->dir2,
+    };
+    if (l->ids && l->ids[k] != TL_NONE) out->has_id = true, out->id = l->ids[k];
+    if (l->released && l->released[k] != TL_NONE)
+        out->has_released = true, out->released_by = l->released[k];
 }
 
-mp_time timeline_busy_until(const struct timeline *tl, int chip, mp_time t)
+uint32_t timeline_released(const struct timeline *tl, int row, int stream, size_t k)
 {
-    if (chip < 0 || chip >= tl->n_chips) return 0;
-    const struct tl_lane *lane = timeline_lane(tl, chip, TL_COMPUTE);
-    /* lo = first op starting at or after t; the ops before it all start
-     * before t, so their union's part past t is [t, their max end). */
-    size_t lo = lane->first, hi = lane->first + lane->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tl->ops[mid].start < t) lo = mid + 1;
-        else hi = mid;
-    }
-    if (lo == lane->first) return 0;
-    size_t i = lo - 1;
-    return tl->cumbusy[i] - (tl->maxend[i] > t ? tl->maxend[i] - t : 0);
-}
-
-double timeline_utilization_until(const struct timeline *tl, int chip, mp_time t)
-{
-    if (t >= tl->t_end) return timeline_utilization(tl, chip);
-    if (t <= tl->t_begin) return 0.0;
-    return (double)timeline_busy_until(tl, chip, t) / (double)(t - tl->t_begin);
-}
-
-bool timeline_next_event(const struct timeline *tl, mp_time t, int dir, mp_time *out)
-{
-    /* lo = number of events <= t (dir > 0) or < t (dir < 0). */
-    size_t lo = 0, hi = tl->n_events;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        bool left = dir > 0 ? tl->events[mid] <= t : tl->events[mid] < t;
-        if (left) lo = mid + 1;
-        else hi = mid;
-    }
-    if (dir > 0) {
-        if (lo >= tl->n_events) return false;
-        *out = tl->events[lo];
-    } else {
-        if (lo == 0) return false;
-        *out = tl->events[lo - 1];
-    }
-    return true;
+    const struct tl_lane *l = &tl->rows[row].lane[stream];
+    return l->rel ? l->rel[k] : TL_NONE;
 }

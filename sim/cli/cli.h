@@ -18,12 +18,23 @@ int cli_sweep(int argc, char **argv);      /* cli_sweep.c: a grid, one CSV row a
 int cli_search(int argc, char **argv);     /* cli_search.c: the best layouts for N chips */
 int cli_plot(int argc, char **argv);       /* cli_plot.c: a sweep CSV as a chart */
 int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by memory */
+int cli_explain(int argc, char **argv);    /* cli_explain.c: the step accounting and levers */
+int cli_compare(int argc, char **argv);    /* cli_compare.c: two runs side by side */
+int cli_import(int argc, char **argv);     /* cli_import.c: Megatron / DeepSpeed → scenario */
+int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json was read as */
 
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
-/* `timeline` and `trace` may be NULL (not asked for). */
+/* `timeline` and `trace` may be NULL (not asked for); `detail` writes every
+ * stage's copy of each pass into the timeline (--timeline-detail); `force`
+ * runs past the work budget (--force). */
 int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
-              bool force);
+              bool detail, bool force);
+
+/* cli_device_map.c (branch devmap): `mpsim plan --device-map ...`, and `mpsim
+ * run` on a scenario with device_map.policy set. */
+int cli_plan_device_map(int argc, char **argv);
+int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);
@@ -31,8 +42,18 @@ int cli_fail(const struct mp_error *err);
 /* Print "mpsim: infeasible: <message>" (one line) and return MP_ERR_INFEASIBLE. */
 int cli_infeasible(const struct mp_error *err);
 
-/* Print a usage error (printf-style with one string argument) and return 2. */
+/* Print a usage error (printf-style with one string argument, shown escaped)
+ * and return 2, with one hint: `mpsim CMD --help` when the message starts
+ * "CMD: ", none when it names a --help already, else `mpsim --help`. */
 int cli_usage_error(const char *fmt, const char *arg);
+
+/* Of NULL-terminated `names`, the one `word` is a typo of (edit distance
+ * at most a third of its length, 1 to 2), or NULL. */
+const char *cli_closest(const char *word, const char *const *names);
+
+/* "CMD: unknown option 'ARG' (did you mean '--x'?)" with the subcommand's
+ * --help hint, once; returns 2. `known`: the subcommand's options. */
+int cli_unknown_option(const char *cmd, const char *arg, const char *const *known);
 
 /* Load the scenario at `path` over the defaults, then apply each
  * `--set section.key=value` of a subcommand's arguments in order. The
@@ -41,6 +62,12 @@ int cli_usage_error(const char *fmt, const char *arg);
  * and is left alone. */
 int cli_load_scenario(struct config *cfg, const char *path, int argc, char **argv,
                       struct mp_error *err);
+
+/* Warnings (stderr; the run goes on) about a layout that is valid but
+ * likely not what was meant: a TP group spanning nodes, pipeline stages
+ * whose compute differs by more than 15% (the pipeline runs at the slowest
+ * one's pace). */
+void cli_warn_layout(const struct sim *s);
 
 /* Print every scenario key with its default and one-line doc. */
 void cli_print_keys(FILE *f);

@@ -104,7 +104,11 @@ int cli_collective(int argc, char **argv)
             else if (!strcmp(a, "--chips")) chips_text = v;
             else algo_name = v;
         } else {
-            return cli_usage_error("collective: unknown argument '%s'; see mpsim collective --help", a);
+            if (a[0] == '-')
+                return cli_unknown_option("collective", a, (const char *const[]){ "--system",
+                                          "--op", "--bytes", "--chips", "--algo", "--sweep",
+                                          "--help", NULL });
+            return cli_usage_error("collective: unexpected argument '%s'", a);
         }
     }
     if (!system || !op_name || !bytes_text || !chips_text)

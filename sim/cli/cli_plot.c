@@ -58,7 +58,8 @@ int cli_plot(int argc, char **argv)
                 opt.height = (int)hn;
             }
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("plot: unknown option '%s' (see mpsim plot --help)", a);
+            return cli_unknown_option("plot", a, (const char *const[]){ "--x", "--y", "--by",
+                                      "--out", "--title", "--log", "--size", "--help", NULL });
         } else if (csv) {
             return cli_usage_error("plot: one CSV at a time (extra argument '%s')", a);
         } else {

@@ -12,8 +12,9 @@ static const char search_usage_text[] =
     "usage: mpsim search SCENARIO.ini --chips N [options]\n"
     "\n"
     "Takes the model, system, sequence length and global batch from the scenario,\n"
-    "enumerates every layout of N chips (tp within a node, pp, dp, ep for MoE,\n"
-    "micro_batch, schedule, vpp, recompute, ZeRO stage), drops duplicates, layouts\n"
+    "enumerates every layout of N chips (tp within a node, cp for long sequences,\n"
+    "pp, dp, ep for MoE, micro_batch, schedule, vpp, recompute, ZeRO stage; cp × tp\n"
+    "× pp × dp = N), drops duplicates, layouts\n"
     "the schedule's rules refuse and layouts a lower bound of memory says cannot\n"
     "fit, simulates the rest op by op and prints the best.\n"
     "\n"
@@ -24,6 +25,8 @@ static const char search_usage_text[] =
     "  --schedules a,b,...  schedules to try (default 1f1b,interleaved,zb-h1,zb-h2,gpipe)\n"
     "  --max-micro-batch N  largest micro_batch tried (default 8)\n"
     "  --max-vpp N          largest vpp for interleaved (default 8)\n"
+    "  --max-cp N           largest context-parallel degree, powers of two (default:\n"
+    "                       the largest leaving each CP rank 8192 tokens; 1 below 16K)\n"
     "  --jobs N             threads (default: the number of cores)\n"
     "  --set key=value      override a scenario key (repeatable)\n"
     "  --tokens N           token budget for cost figures (default 1T)\n"
@@ -52,7 +55,8 @@ int cli_search(int argc, char **argv)
         } else if (!strcmp(a, "--force")) {
             opt.force = true;
         } else if (!strcmp(a, "--chips") || !strcmp(a, "--top") || !strcmp(a, "--jobs") ||
-                   !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp")) {
+                   !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp") ||
+                   !strcmp(a, "--max-cp")) {
             if (i + 1 >= argc) return cli_usage_error("search: %s needs a value", a);
             long long max = !strcmp(a, "--chips") ? CONFIG_CHIPS_MAX : 10000000;
             if (units_parse_int(argv[++i], 1, max, &n)) {
@@ -66,6 +70,7 @@ int cli_search(int argc, char **argv)
             else if (!strcmp(a, "--top")) top = (int)n;
             else if (!strcmp(a, "--jobs")) opt.jobs = (int)n;
             else if (!strcmp(a, "--max-micro-batch")) opt.max_micro_batch = (int)n;
+            else if (!strcmp(a, "--max-cp")) opt.max_cp = (int)n;
             else opt.max_vpp = (int)n;
         } else if (!strcmp(a, "--metric") || !strcmp(a, "--schedules") || !strcmp(a, "--set") ||
                    !strcmp(a, "--tokens") || !strcmp(a, "--out")) {
@@ -78,7 +83,10 @@ int cli_search(int argc, char **argv)
                 return cli_usage_error("search: --tokens: expected a token count such as 1T, "
                                        "got '%s'", v);
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("search: unknown option '%s' (see mpsim search --help)", a);
+            return cli_unknown_option("search", a, (const char *const[]){ "--chips", "--top",
+                                      "--jobs", "--max-micro-batch", "--max-vpp", "--metric",
+                                      "--schedules", "--set", "--tokens", "--out", "--quiet",
+                                      "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("search: one scenario at a time (extra argument '%s')", a);
         } else {

@@ -19,7 +19,7 @@ static int write_output(const char *path, void (*writer)(FILE *, const struct se
 }
 
 int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
-              bool force)
+              bool detail, bool force)
 {
     struct serve s;
     struct mp_error err = { 0 };
@@ -46,7 +46,8 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
         serve_release(&s);
         return cli_fail(&err);
     }
-    if ((timeline && write_output(timeline, serve_timeline_csv, &s, &err)) ||
+    if ((timeline && write_output(timeline, detail ? serve_timeline_csv_detail : serve_timeline_csv,
+                                  &s, &err)) ||
         (trace && write_output(trace, serve_chrome_trace, &s, &err))) {
         serve_release(&s);
         return cli_fail(&err);

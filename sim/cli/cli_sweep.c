@@ -15,7 +15,7 @@
 
 static const char sweep_usage_text[] =
     "usage: mpsim sweep SCENARIO.ini --vary section.key=VALUES [--vary ...] --out OUT.csv\n"
-    "                   [options]\n"
+    "                   [--chips N] [options]\n"
     "\n"
     "Simulates every point of the grid (the product of the --vary lists; the first\n"
     "--vary is the outermost loop) and writes one CSV row per point: the varied keys,\n"
@@ -35,6 +35,9 @@ static const char sweep_usage_text[] =
     "                     file is renamed to OUT.csv when the last one is written\n"
     "  --resume           carry on from OUT.csv.partial after a kill: finished points\n"
     "                     are not run again; the result is byte-identical\n"
+    "  --chips N          hold the machine at N chips: each point's parallel.dp is\n"
+    "                     N / (tp × cp × pp), written as a parallel.dp column; points\n"
+    "                     whose tp × cp × pp does not divide N are rows with the reason\n"
     "  --jobs N           worker threads (default: the number of cores)\n"
     "  --set key=value    override one scenario key for every point (repeatable)\n"
     "  --tokens N         token budget for budget_chip_hours (default 1T)\n"
@@ -67,7 +70,7 @@ static const char sweep_usage_text[] =
 static bool takes_value(const char *a)
 {
     static const char *const valued[] = { "--vary", "--set", "--out", "--jobs", "--tokens",
-                                          "--best", "--top", "--pareto", NULL };
+                                          "--best", "--top", "--pareto", "--chips", NULL };
     for (const char *const *v = valued; *v; v++)
         if (!strcmp(a, *v)) return true;
     return false;
@@ -94,7 +97,7 @@ static int sweep_main(int argc, char **argv, int rank)
 {
     const char *scenario = NULL, *best = NULL, *pareto = NULL;
     struct sweep_options opt = { .progress = stderr, .progress_tty = isatty(2) };
-    int top = 5;
+    int top = 5, chips = 0;
     bool quiet = false;
     struct mp_error err = { 0 };
     for (int i = 0; i < argc; i++) {
@@ -120,6 +123,11 @@ static int sweep_main(int argc, char **argv, int rank)
                     return cli_usage_error("sweep: --jobs: expected a whole number from 1 to "
                                            "4096, got '%s'", v);
                 opt.jobs = (int)n;
+            } else if (!strcmp(a, "--chips")) {
+                if (units_parse_int(v, 1, CONFIG_DEGREE_MAX, &n))
+                    return cli_usage_error("sweep: --chips: expected a whole number of chips "
+                                           "from 1 to 1000000, got '%s'", v);
+                chips = (int)n;
             } else if (!strcmp(a, "--top")) {
                 if (units_parse_int(v, 1, 1000000, &n))
                     return cli_usage_error("sweep: --top: expected a whole number ≥ 1, got '%s'",
@@ -130,7 +138,9 @@ static int sweep_main(int argc, char **argv, int rank)
                                        "1T, 300B or 1e12, got '%s'", v);
             }
         } else if (a[0] == '-' && a[1]) {
-            return cli_usage_error("sweep: unknown option '%s' (see mpsim sweep --help)", a);
+            return cli_unknown_option("sweep", a, (const char *const[]){ "--vary", "--set",
+                                      "--out", "--jobs", "--tokens", "--best", "--top", "--pareto",
+                                      "--chips", "--resume", "--quiet", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("sweep: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -168,6 +178,13 @@ static int sweep_main(int argc, char **argv, int rank)
             if (strlen(g.axis[a].key->name) == n && !strncmp(g.axis[a].key->name, s, n))
                 rc = cli_usage_error("sweep: %s is both --set and --vary; keep one",
                                      g.axis[a].key->name);
+    }
+    if (!rc && chips) {
+        for (int i = 0; i < argc && !rc; i++)
+            if (takes_value(argv[i]) && !strcmp(argv[i++], "--set") &&
+                !strncmp(argv[i], "parallel.dp=", 12))
+                rc = cli_usage_error("sweep: --chips derives parallel.dp; drop --set %s", argv[i]);
+        if (!rc && sweep_grid_fix_chips(&g, &base, chips, &err)) rc = cli_fail(&err);
     }
     bool serving = sweep_grid_serving(&g, &base);
     if (!rc && best) rc = check_column(&g, serving, best, "--best");

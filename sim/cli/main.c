@@ -16,19 +16,27 @@ static const char usage_text[] =
     "  mpsim run SCENARIO.ini [--set section.key=value]... [--json]\n"
     "            [--timeline OUT.csv] [--trace OUT.json] [--validate]\n"
     "  mpsim plan SCENARIO.ini [--set section.key=value]... [--json]\n"
+    "  mpsim plan --device-map MODEL|SCENARIO.ini [--system S] [--max-memory 0=10GiB,cpu=64GiB]\n"
+    "            [--policy auto|...] [--json]   what Accelerate's device_map=\"auto\" does\n"
     "  mpsim sweep SCENARIO.ini --vary section.key=v1,v2,... [--vary ...] --out OUT.csv\n"
     "            [--jobs N] [--resume] [--best METRIC] [--pareto X,Y]\n"
+    "            [--chips N]                           (--chips: hold the machine at N)\n"
     "  mpsim search SCENARIO.ini --chips N [--top N]   best layouts for N chips\n"
+    "  mpsim explain SCENARIO.ini [--set ...] [--json] where the step goes, and levers\n"
+    "  mpsim compare A.ini|A.json B.ini|B.json [--set ...] two runs side by side\n"
+    "  mpsim import megatron 'ARGS...' | import deepspeed ds_config.json [--set ...]\n"
     "  mpsim plot SWEEP.csv --x KEY --y METRIC [--by KEY] --out FILE.png|svg|pdf\n"
     "  mpsim list models|chips|systems|schedules|keys\n"
+    "  mpsim model PATH|PRESET [--json]   what a Hugging Face config.json is read as\n"
     "  mpsim collective --system S --op all_reduce --bytes 8GiB --chips N [--sweep]\n"
-    "  mpsim --help | mpsim run --help | mpsim --version\n"
+    "  mpsim --help | mpsim help CMD | mpsim CMD --help | mpsim --version\n"
     "\n"
     "A scenario is an INI file naming a model (a Hugging Face config.json or a\n"
     "preset), a system (chips and how they are wired) and a parallel layout.\n"
     "`mpsim run` simulates one training step op by op and prints the step time,\n"
-    "tokens/s, MFU, the pipeline bubble and a per-stage table of busy time and\n"
-    "peak memory; with an [inference] section it simulates serving requests\n"
+    "tokens/s, MFU, the pipeline bubble, where every picosecond of the step went\n"
+    "(compute, recompute, exposed TP/PP/DP/EP communication, bubble, optimizer)\n"
+    "and per-stage tables; with an [inference] section it simulates serving requests\n"
     "(TTFT, TPOT, throughput, in flight, KV). `mpsim plan` places a model's\n"
     "layers on chips by memory. Try:\n"
     "\n"
@@ -52,8 +60,35 @@ static const struct command commands[] = {
     { "search", cli_search },
     { "plot", cli_plot },
     { "plan", cli_plan },
+    { "explain", cli_explain },
+    { "compare", cli_compare },
+    { "import", cli_import },
+    { "model", cli_model },
     { NULL, NULL },
 };
+
+static const struct command *find_command(const char *name)
+{
+    for (const struct command *c = commands; c->name; c++)
+        if (!strcmp(name, c->name)) return c;
+    return NULL;
+}
+
+/* An unknown command: the one it is a typo of, else the list. */
+static int unknown_command(const char *cmd)
+{
+    const char *names[sizeof commands / sizeof *commands];
+    size_t n = 0;
+    for (const struct command *c = commands; c->name; c++) names[n++] = c->name;
+    names[n] = NULL;
+    const char *near = cli_closest(cmd, names);
+    fprintf(stderr, "mpsim: unknown command '%s'", cmd);
+    if (near) fprintf(stderr, " (did you mean '%s'?)", near);
+    fputs("; the commands are", stderr);
+    for (size_t i = 0; i < n; i++) fprintf(stderr, "%s %s", i ? "," : "", names[i]);
+    fputs("\n(see `mpsim --help`)\n", stderr);
+    return MP_ERR_INPUT;
+}
 
 /* Reports go to stdout through stdio's buffer; a full disk or a closed pipe
  * shows only when it is flushed. Without this check such a run would exit 0
@@ -77,6 +112,14 @@ int main(int argc, char **argv)
         return MP_ERR_INPUT;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") && argc >= 3) {
+        /* `mpsim help CMD` is `mpsim CMD --help`. */
+        const struct command *c = find_command(argv[2]);
+        if (!c) return unknown_command(argv[2]);
+        char help[] = "--help";
+        char *args[] = { help, NULL };
+        return finish(c->run(1, args));
+    }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         fputs(usage_text, stdout);
         return MP_OK;
@@ -85,7 +128,7 @@ int main(int argc, char **argv)
         printf("mpsim %s\n", MPSIM_VERSION);
         return MP_OK;
     }
-    for (const struct command *c = commands; c->name; c++)
-        if (!strcmp(cmd, c->name)) return finish(c->run(argc - 2, argv + 2));
-    return cli_usage_error("unknown command '%s'; see `mpsim --help` for the commands", cmd);
+    const struct command *c = find_command(cmd);
+    if (c) return finish(c->run(argc - 2, argv + 2));
+    return unknown_command(cmd);
 }

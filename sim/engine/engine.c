@@ -67,6 +67,7 @@ void engine_release(struct engine *e)
     free(e->ring_step);
     free(e->ring_prev);
     free(e->ring_next);
+    free(e->released_by);
     memset(e, 0, sizeof *e);
 }
 
@@ -130,6 +131,7 @@ static void try_start(struct engine *e, int s)
     if (o->kind != OP_RING) e->next[s]++;
     if (step == 0) {
         e->start[id] = e->now;
+        if (e->released_by) e->released_by[id] = e->cur;
         if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
     }
     eventq_schedule(&e->q, e->now + o->duration, 0, id);
@@ -159,6 +161,7 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
     int id = (int)ev->data;
     const struct op *o = &g->ops[id];
     e->now = ev->time;
+    e->cur = id;
     int s = stream_of(o);
     e->busy[s] = false;
     if (o->kind == OP_RING) {
@@ -191,6 +194,11 @@ int engine_run(struct engine *e, struct mp_error *err)
 {
     const struct taskgraph *g = e->g;
     e->now = 0;
+    e->cur = NONE;
+    if (e->record_released && !e->released_by) {
+        e->released_by = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *e->released_by);
+        for (int i = 0; i < g->n_ops; i++) e->released_by[i] = NONE;
+    }
     for (int chip = 0; chip < g->n_chips; chip++)
         for (int c = 0; c < N_MEM_CATS; c++) {
             double b = g->static_mem[(size_t)chip * N_MEM_CATS + c];

@@ -41,6 +41,14 @@ struct engine {
     bool record_memory;
     struct mem_event *mem_log;
     int n_mem_log, cap_mem_log;
+    /* released_by[op]: the op whose end let `op` start — its last
+     * dependency, the op before it on its stream, or the transfer that freed
+     * a link it waited for; -1 for ops that started at once. Kept only when
+     * record_released is set before engine_run (a timeline asks for it), so
+     * a plain run pays one store per event and nothing else. */
+    bool record_released;
+    int32_t *released_by;
+    int32_t cur;                    /* the op whose end is being handled, -1 at start */
     mp_time now;
     int done;                       /* ops finished */
     uint64_t events;
@@ -56,7 +64,7 @@ struct engine {
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
- * keep a memory log. */
+ * keep a memory log, e->record_released to keep released_by. */
 void engine_init(struct engine *e, const struct taskgraph *g);
 void engine_release(struct engine *e);
 

@@ -181,6 +181,7 @@ const char *tg_comm_name(enum comm_kind c)
 {
     static const char *const names[N_COMM_KINDS] = {
         [COMM_NONE] = "none", [COMM_TP] = "tp", [COMM_PP] = "pp", [COMM_DP] = "dp", [COMM_EP] = "ep",
+        [COMM_CP] = "cp",
     };
     return c < N_COMM_KINDS ? names[c] : "?";
 }

@@ -32,9 +32,10 @@ enum op_tag {
     N_TAGS
 };
 
-/* Which parallelism a communication op serves, for the exposed-comm report
- * (report.h); the engine ignores it. */
-enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, N_COMM_KINDS };
+/* Which parallelism a communication op serves, for the step accounting
+ * (sim/train/step_split.h); the engine ignores it. COMM_CP: context
+ * parallelism's K/V ring and all-to-alls (sim/strategy/context.h). */
+enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, N_COMM_KINDS };
 
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                MEM_COMM, N_MEM_CATS };
@@ -127,6 +128,6 @@ void tg_finalize(struct taskgraph *g);
 const char *tg_tag_name(enum op_tag tag);
 const char *tg_mem_cat_name(enum mem_cat cat);
 const char *tg_stream_name(enum stream_kind s);
-const char *tg_comm_name(enum comm_kind c); /* "tp", "pp", "dp", "ep", "none" */
+const char *tg_comm_name(enum comm_kind c); /* "tp", "pp", "dp", "ep", "cp", "none" */
 
 #endif

@@ -18,6 +18,7 @@
 #include "sim/strategy/schedule.h"
 #include "sim/strategy/tensor.h"
 #include "sim/train/sim.h"
+#include "progress.h"
 #include "sweep.h"
 #include "hardware/system.h"
 
@@ -41,6 +42,8 @@ static void layer_sums(const struct model *m, const struct config *cfg, int lo, 
         .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp, .recompute = cfg->training.recompute,
         .weight_bits = cfg->model.weight_bits, .activation_bits = cfg->model.activation_bits,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
+        .cp = cfg->parallel.cp, /* context (issue 17): activations ÷ cp */
     };
     *params = *act = 0;
     for (int l = lo; l <= hi; l++) {
@@ -53,7 +56,8 @@ static void layer_sums(const struct model *m, const struct config *cfg, int lo, 
 
 static double static_bytes(const struct config *cfg, double params)
 {
-    int dp = cfg->parallel.dp, z = cfg->training.zero;
+    /* context (issue 17): ZeRO shards over the DP-CP group */
+    int dp = cfg->parallel.dp * cfg->parallel.cp, z = cfg->training.zero;
     double w = params * cfg->model.weight_bits / 8.0, g = params * GRAD_BYTES;
     double o = params * OPTIMIZER_BYTES;
     if (z >= 1) o /= dp;
@@ -81,9 +85,10 @@ static double memory_bound(const struct model *m, const struct config *cfg)
     double held = gpipe ? mb : 1;
     double best = static_bytes(cfg, params / pp) + held * act / pp;
     if ((!gpipe && !ofob) || cfg->parallel.vpp != 1) return best;
+    const struct config_int_list *sl = &cfg->parallel.stage_layers;
     for (int d = 0; d < pp; d++) {
         int lo, hi;
-        sim_stage_layers(m->decoders, pp, d, &lo, &hi);
+        sim_stage_layers(m->decoders, pp, sl->n == pp ? sl->v : NULL, d, &lo, &hi);
         layer_sums(m, cfg, lo, hi, &params, &act);
         int k = gpipe ? mb : (pp - d < mb ? pp - d : mb);
         double need = static_bytes(cfg, params) + k * act;
@@ -94,12 +99,10 @@ static double memory_bound(const struct model *m, const struct config *cfg)
 
 int search_memory_bound(const struct config *cfg, double *bytes, struct mp_error *err)
 {
-    char path[1024];
     struct model m;
     *bytes = 0;
     if (cfg->model.kind != MODEL_TRANSFORMER) return MP_OK;
-    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, cfg, err);
     if (rc) return rc;
     *bytes = memory_bound(&m, cfg);
     model_release(&m);
@@ -168,9 +171,11 @@ static void enum_tail(struct enum_ctx *x, struct config c)
                     c.parallel.vpp = v;
                     c.training.recompute = rec;
                     c.training.zero = z;
+                    const struct config_int_list *sl = &c.parallel.stage_layers;
                     struct pipe_shape shape = { .devices = pp,
                                                 .microbatches = config_microbatches(&c),
-                                                .chunks = v, .layers = L };
+                                                .chunks = v, .layers = L,
+                                                .device_layers = sl->n ? sl->v : NULL };
                     struct mp_error e;
                     if (pp * v > L || (kind->check && kind->check(&shape, &e))) {
                         x->res->rule_pruned++;
@@ -179,6 +184,7 @@ static void enum_tail(struct enum_ctx *x, struct config c)
                     double bound = memory_bound(x->m, &c);
                     if (bound > x->capacity) {
                         x->res->mem_pruned++;
+                        x->res->mem_pruned_nocp += c.parallel.cp == 1;
                         continue;
                     }
                     MP_GROW(x->out->c, x->out->cap, x->out->n + 1);
@@ -189,16 +195,54 @@ static void enum_tail(struct enum_ctx *x, struct config c)
     }
 }
 
+/* ---- context parallelism (branch context, issue 17) -------------------- */
+
+/* The largest cp tried: --max-cp, else the largest power of two leaving
+ * each CP rank at least 8192 tokens (Llama 3 405B's 131,072-token run used
+ * CP 16, i.e. 8192 per rank: shorter shares are an assumption not to be
+ * worth their K/V traffic), so short sequences search as before. */
+static int max_cp(const struct search_options *opt, const struct config *base)
+{
+    if (opt->max_cp > 0) return opt->max_cp;
+    int cp = 1;
+    while ((long long)base->model.seq_len / (2 * cp) >= 8192) cp *= 2;
+    return cp;
+}
+
+/* Whether cp fits the sequence and the heads (config_check and context.c
+ * refuse the rest, so they are not enumerated). */
+static bool cp_allowed(const struct config *base, const struct model *m, int tp, int cp)
+{
+    if (cp == 1) return true;
+    int kind = base->parallel.cp_kind;
+    long long s = base->model.seq_len;
+    if (s % (kind == CP_ULYSSES ? cp : 2 * cp) != 0) return false;
+    if (kind == CP_ULYSSES && (m->heads / tp) % cp != 0) return false;
+    if (kind == CP_HYBRID && base->parallel.cp_ulysses && cp % base->parallel.cp_ulysses) return false;
+    for (int l = 0; l < m->n_layers; l++) {
+        enum mixer_kind k = m->layer[l].mixer;
+        if (m->layer[l].kind == LAYER_DECODER && k != MIXER_NONE && k != MIXER_ATTENTION &&
+            k != MIXER_MLA)
+            return false; /* context.c refuses recurrent and windowed mixers */
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------------ */
+
 static void enumerate(struct enum_ctx *x, const struct config *base, int chips_per_node)
 {
     const struct model *m = x->m;
     int N = x->opt->chips, gb = base->training.global_batch;
     int max_mb = x->opt->max_micro_batch > 0 ? x->opt->max_micro_batch : 8;
+    int fixed_pp = base->parallel.stage_layers.n; /* stage_layers fixes pp (issue 17) */
     for (int tp = 1; tp <= N && tp <= chips_per_node; tp *= 2) {
         if (N % tp || !tensor_degree_ok(m, tp)) continue;
-        for (int pp = 1; pp <= N / tp && pp <= m->decoders; pp++) {
-            if ((N / tp) % pp) continue;
-            int dp = N / tp / pp;
+      for (int cp = 1; cp <= max_cp(x->opt, base) && cp <= N / tp; cp *= 2) {
+        if ((N / tp) % cp || !cp_allowed(base, m, tp, cp)) continue;
+        for (int pp = 1; pp <= N / tp / cp && pp <= m->decoders; pp++) {
+            if ((N / tp / cp) % pp || (fixed_pp && pp != fixed_pp)) continue;
+            int dp = N / tp / cp / pp;
             if (gb % dp) continue;
             int per = gb / dp;
             for (int ep = 1; ep <= dp; ep *= 2) {
@@ -207,6 +251,7 @@ static void enumerate(struct enum_ctx *x, const struct config *base, int chips_p
                     if (per % mb) continue;
                     struct config c = *base;
                     c.parallel.tp = tp;
+                    c.parallel.cp = cp;
                     c.parallel.pp = pp;
                     c.parallel.dp = dp;
                     c.parallel.ep = ep;
@@ -215,6 +260,7 @@ static void enumerate(struct enum_ctx *x, const struct config *base, int chips_p
                 }
             }
         }
+      }
     }
 }
 
@@ -229,8 +275,9 @@ struct pool {
     pthread_mutex_t mu;
     int next, done;
     FILE *progress;
+    bool tty;             /* progress is a terminal: a bar (progress.h) */
     int decile;
-    double t0;
+    double t0, last_draw;
 };
 
 static void fill_hit(struct search_hit *h, const struct cand *c, const struct sim *s, int rc,
@@ -239,6 +286,7 @@ static void fill_hit(struct search_hit *h, const struct cand *c, const struct si
     const struct config *cfg = &c->cfg;
     memset(h, 0, sizeof *h);
     h->tp = cfg->parallel.tp, h->pp = cfg->parallel.pp, h->dp = cfg->parallel.dp;
+    h->cp = cfg->parallel.cp;
     h->ep = cfg->parallel.ep, h->vpp = cfg->parallel.vpp;
     h->micro_batch = cfg->training.micro_batch, h->recompute = cfg->training.recompute;
     h->zero = cfg->training.zero;
@@ -283,8 +331,7 @@ static char *csv_row(const struct config *cfg, const struct sim *s, int rc,
         p += len;
         if (*p) p++;
     }
-    char *tail = sweep_row_tail(s, rc, err,
-                                cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp);
+    char *tail = sweep_row_tail(s, rc, err, (int)config_chips(cfg));
     char *row = mp_xmalloc(strlen(keys) + strlen(tail) + 1);
     strcpy(row, keys);
     strcat(row, tail);
@@ -341,7 +388,18 @@ static void *search_worker(void *arg)
         pthread_mutex_lock(&p->mu);
         p->done = end;
         int dec = (int)(10LL * p->done / p->in->n);
-        if (p->progress && dec > p->decile) {
+        if (p->progress && p->tty) {
+            /* A terminal: a bar that fits it, redrawn at most 10 times a second. */
+            double now = mp_wall_seconds(), el = now - p->t0;
+            if (now - p->last_draw >= 0.1 || p->done == p->in->n) {
+                char text[160];
+                p->last_draw = now;
+                snprintf(text, sizeof text, "search %d/%d simulated, %.0f/s", p->done, p->in->n,
+                         el > 0 ? p->done / el : 0);
+                progress_bar(p->progress, progress_width(p->progress), p->done, p->in->n, text,
+                             p->done == p->in->n);
+            }
+        } else if (p->progress && dec > p->decile) {
             p->decile = dec;
             double el = mp_wall_seconds() - p->t0;
             fprintf(p->progress, "search: %3d%%  %d/%d simulated, %.0f/s\n", dec * 10, p->done,
@@ -378,6 +436,14 @@ int search_run(const struct config *base, const struct search_options *opt,
         return mp_fail(err, MP_ERR_INPUT, "--metric '%s': expected tokens_per_s, step_time_s, "
                        "mfu, bubble, peak_mem_bytes or usd_per_mtok", metric);
     if (opt->chips < 1) return mp_fail(err, MP_ERR_INPUT, "--chips: expected a chip count ≥ 1");
+    if (base->parallel.stage_layers.n) {
+        /* stage_layers fixes pp; its sum is checked against the model below. */
+        int pp = base->parallel.stage_layers.n;
+        if (opt->chips % pp)
+            return mp_fail(err, MP_ERR_INPUT, "--chips %d: parallel.stage_layers fixes "
+                           "parallel.pp = %d, which does not divide the chips (expected cp × tp "
+                           "× pp × dp = chips)", opt->chips, pp);
+    }
     if (base->model.kind != MODEL_TRANSFORMER)
         return mp_fail(err, MP_ERR_INPUT, "search: needs a transformer model (model.kind = "
                        "transformer and model.config), not a synthetic one");
@@ -407,8 +473,7 @@ int search_run(const struct config *base, const struct search_options *opt,
                            partial, strerror(errno));
         slot = outfile_register(partial, false);
     }
-    int rc = config_resolve_key(base, "model.config", "models", ".json", path, sizeof path, err);
-    if (!rc) rc = model_load(&m, path, err);
+    int rc = model_load_config(&m, base, err);
     if (rc) goto fail_out;
     if ((rc = chip_catalog_load_default(&cat, err))) {
         model_release(&m);
@@ -421,6 +486,18 @@ int search_run(const struct config *base, const struct search_options *opt,
         chip_catalog_release(&cat);
         model_release(&m);
         goto fail_out;
+    }
+    if (base->parallel.stage_layers.n) {
+        long long sum = 0;
+        for (int i = 0; i < base->parallel.stage_layers.n; i++) sum += base->parallel.stage_layers.v[i];
+        if (sum != m.decoders) {
+            system_release(&sys);
+            chip_catalog_release(&cat);
+            model_release(&m);
+            rc = mp_fail(err, MP_ERR_INPUT, "key parallel.stage_layers adds up to %lld decoder "
+                         "layers, but model %s has %d", sum, m.name, m.decoders);
+            goto fail_out;
+        }
     }
     res->capacity = sys.chip.mem_bytes;
     snprintf(res->chip, sizeof res->chip, "%s", sys.chip.name);
@@ -435,6 +512,7 @@ int search_run(const struct config *base, const struct search_options *opt,
     model_release(&m);
 
     struct pool p = { .in = &cands, .opt = opt, .metric = metric, .progress = opt->progress,
+                      .tty = opt->progress && isatty(fileno(opt->progress)),
                       .t0 = t0 };
     p.hit = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.hit);
     if (opt->out) p.row = mp_xcalloc((size_t)(cands.n ? cands.n : 1), sizeof *p.row);
@@ -499,6 +577,23 @@ static const char *recompute_name(int r)
     return r == RECOMPUTE_FULL ? "full" : r == RECOMPUTE_SELECTIVE ? "selective" : "none";
 }
 
+/* context (issue 17): when the best layout has CP and no layout without
+ * it fits, CP is what made the context fit; say so, with the counts. */
+static void print_cp_fit(FILE *f, const struct search_result *res)
+{
+    if (res->n_hits == 0 || !res->hit[0].feasible || res->hit[0].cp <= 1) return;
+    int fit_nocp = 0, tried_nocp = 0;
+    for (int i = 0; i < res->n_hits; i++) {
+        if (res->hit[i].cp > 1) continue;
+        tried_nocp++;
+        fit_nocp += res->hit[i].feasible;
+    }
+    if (fit_nocp) return;
+    fprintf(f, "\ncontext parallelism is what made this fit: no layout without CP fits (%d "
+               "simulated did not, %lld more pruned by the memory bound before any ran); the "
+               "best has cp = %d\n", tried_nocp, res->mem_pruned_nocp, res->hit[0].cp);
+}
+
 void search_print(FILE *f, const struct search_result *res, const struct search_options *opt,
                   int top)
 {
@@ -506,16 +601,24 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
     fprintf(f, "best %d of %lld feasible layouts on %d × %s by %s:\n",
             top < res->feasible ? top : (int)res->feasible, res->feasible, opt->chips, res->chip,
             metric);
-    fprintf(f, "%4s %3s %3s %5s %3s %3s %3s %-12s %-9s %4s %10s %12s %6s %7s %9s %8s\n", "rank",
-            "tp", "pp", "dp", "ep", "vpp", "mb", "schedule", "recompute", "zero", "step_s",
+    /* context (issue 17): a cp column once any layout has CP */
+    bool any_cp = false;
+    for (int i = 0; i < res->n_hits; i++) any_cp |= res->hit[i].cp > 1;
+    fprintf(f, "%4s %3s ", "rank", "tp");
+    if (any_cp) fprintf(f, "%3s ", "cp");
+    fprintf(f, "%3s %5s %3s %3s %3s %-12s %-9s %4s %10s %12s %6s %7s %9s %8s\n",
+            "pp", "dp", "ep", "vpp", "mb", "schedule", "recompute", "zero", "step_s",
             "tokens/s", "MFU%", "bubble", "peak_GB", "$/Mtok");
     for (int i = 0; i < res->n_hits && i < top && res->hit[i].feasible; i++) {
         const struct search_hit *h = &res->hit[i];
-        fprintf(f, "%4d %3d %3d %5d %3d %3d %3d %-12s %-9s %4d %10.4f %12.6g %6.2f %7.4f %9.2f "
-                   "%8.4g\n", i + 1, h->tp, h->pp, h->dp, h->ep, h->vpp, h->micro_batch,
+        fprintf(f, "%4d %3d ", i + 1, h->tp);
+        if (any_cp) fprintf(f, "%3d ", h->cp);
+        fprintf(f, "%3d %5d %3d %3d %3d %-12s %-9s %4d %10.4f %12.6g %6.2f %7.4f %9.2f "
+                   "%8.4g\n", h->pp, h->dp, h->ep, h->vpp, h->micro_batch,
                 h->schedule, recompute_name(h->recompute), h->zero, h->step_s, h->tokens_per_s,
                 100 * h->mfu, h->bubble, h->peak_mem / 1e9, h->usd_per_mtok);
     }
+    print_cp_fit(f, res);
     long long simulated = res->n_hits;
     fprintf(f, "\n%lld layouts enumerated: %lld duplicates, %lld refused by schedule rules, "
                "%lld cannot fit (memory bound > %.0f GB), %lld slower than the same layout "

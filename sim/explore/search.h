@@ -2,7 +2,9 @@
  *
  * Given a scenario (model, system, global batch) and a chip count, search
  * enumerates every layout: tp (a power of two within one node that divides
- * the attention heads), pp (dividing the chips left, at most the layers),
+ * the attention heads), cp (powers of two the sequence allows, up to
+ * max_cp), pp (dividing the chips left, at most the layers; the length of
+ * parallel.stage_layers when the scenario gives it),
  * dp (the rest; it must divide the global batch), ep (MoE models: a power of
  * two dividing dp and the experts), micro_batch (every divisor of the
  * per-replica batch up to a cap), schedule (the registered ones asked for),
@@ -31,6 +33,9 @@ struct search_options {
     int jobs;             /* threads; ≤ 0: the online cores */
     int max_micro_batch;  /* largest micro_batch tried (0: 8) */
     int max_vpp;          /* largest vpp for interleaved schedules (0: 8) */
+    /* Largest context-parallel degree tried, powers of two (0: the largest
+     * leaving each CP rank 8192 tokens or more; 1 for short sequences). */
+    int max_cp;
     const char *schedules;/* comma-separated; NULL: "1f1b,interleaved,zb-h1,zb-h2,gpipe" */
     const char *metric;   /* ranking: a sweep metric column (NULL: tokens_per_s) */
     double token_budget;  /* for the cost figures (0: 1T) */
@@ -45,12 +50,13 @@ struct search_options {
 
 /* The key columns of `search --out`, as dotted names. */
 #define SEARCH_KEYS                                                            \
-    "parallel.tp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,"            \
+    "parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp," \
     "training.micro_batch,training.schedule,training.recompute,training.zero"
 
 /* One simulated layout. */
 struct search_hit {
     int tp, pp, dp, ep, vpp, micro_batch, recompute, zero;
+    int cp;               /* context-parallel degree */
     char schedule[32];
     bool feasible;
     double step_s, tokens_per_s, mfu, bubble, peak_mem, usd_per_mtok, mem_bound;
@@ -67,6 +73,7 @@ struct search_result {
     long long duplicates;   /* dropped as the same run as another */
     long long rule_pruned;  /* refused by the schedule's rules */
     long long mem_pruned;   /* memory lower bound above capacity */
+    long long mem_pruned_nocp; /* of those, layouts without context parallelism */
     long long slower_skipped; /* more recompute than a fitting twin: cannot be faster */
     long long feasible;     /* simulated and fit */
     double wall_s;

@@ -30,6 +30,7 @@
 #include <csv.h>
 #include <gsl/gsl_errno.h>
 
+#include "progress.h"
 #include "sim/train/cost.h"
 #include "sim/serve/serve.h"
 #include "sim/train/sim.h"
@@ -101,6 +102,7 @@ char *sweep_header(const struct sweep_grid *g, bool serving)
 {
     struct sbuf b = { 0 };
     for (int a = 0; a < g->n_axes; a++) sb_add(&b, "%s,", g->axis[a].key->name);
+    if (g->chips > 0) sb_add(&b, "parallel.dp,");
     sb_add(&b, "%s,feasible,reason\n", sweep_columns(serving));
     return b.p;
 }
@@ -122,6 +124,11 @@ static double result_metric(const struct sim_result *r, const char *name)
         double sum = 0;
         for (int k = 0; k < N_COMM_KINDS; k++) sum += r->exposed_comm_s[k];
         return sum;
+    }
+    for (int k = 0; k < N_SPLIT; k++) {
+        size_t n = strlen(step_split_name(k));
+        if (!strncmp(name, step_split_name(k), n) && !strcmp(name + n, "_s"))
+            return mp_seconds(r->split.part[k]);
     }
     if (!strcmp(name, "peak_mem_bytes")) {
         double peak = 0;
@@ -168,27 +175,35 @@ static double serve_metric(const struct serve *sv, const struct cost *c, const c
 /* The cells after the varied keys. `ran` says the engine got as far as the
  * metrics (a run that does not fit in memory still has them, and they show
  * what it would have done); otherwise they are empty. */
-static void sb_metrics(struct sbuf *b, const struct sim_result *r, bool ran, int chips)
+static void sb_metrics(struct sbuf *b, const struct sim *s, bool ran, int chips)
 {
+    const struct sim_result *r = &s->res;
     if (!ran) {
         sb_add(b, ",,,,,,%d,,,", chips);
+        for (int k = 0; k < N_SPLIT; k++) sb_add(b, ",");
         return;
     }
     const struct cost *c = &r->cost;
     char step[32]; /* exactly, as the engine's integer picoseconds allow */
     units_format_seconds_exact(r->step_time, step, sizeof step);
-    sb_add(b, "%s,%.10g,%.6g,%.6g,%.0f,%.6g,%d,", step, r->tokens_per_s, r->mfu, r->bubble,
-           result_metric(r, "peak_mem_bytes"), result_metric(r, "exposed_comm_s"), r->n_chips);
+    sb_add(b, "%s,%.10g,", step, r->tokens_per_s);
+    if (s->has_model) sb_add(b, "%.6g", r->mfu);
+    sb_add(b, ",%.6g,%.0f,%.6g,%d,", r->bubble, result_metric(r, "peak_mem_bytes"),
+           result_metric(r, "exposed_comm_s"), r->n_chips);
     if (c->basis != COST_UNKNOWN) sb_add(b, "%.6g,%.6g,", c->usd_per_step, c->usd_per_mtok);
     else sb_add(b, ",,");
     sb_add(b, "%.6g", c->budget_chip_hours);
+    for (int k = 0; k < N_SPLIT; k++) {
+        units_format_seconds_exact(r->split.part[k], step, sizeof step);
+        sb_add(b, ",%s", step);
+    }
 }
 
 /* metrics, feasible, reason and the newline of a training point. */
 static void sb_tail(struct sbuf *b, const struct sim *s, int rc, const struct mp_error *err,
                     int chips)
 {
-    sb_metrics(b, &s->res, s->res.stage != NULL /* fold_metrics ran */, chips);
+    sb_metrics(b, s, s->res.stage != NULL /* fold_metrics ran */, chips);
     if (rc == MP_OK) {
         sb_add(b, ",true,\n");
     } else {
@@ -271,6 +286,11 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     struct config cfg;
     struct mp_error err = { 0 };
     int rc = sweep_grid_config(g, base, index, &cfg, &err);
+    if (g->chips > 0) {
+        /* The derived degree; empty when tp × cp × pp does not divide --chips. */
+        if (rc == MP_OK) sb_add(&b, "%d", cfg.parallel.dp);
+        sb_add(&b, ",");
+    }
     out->metric = NAN;
     if (serving) {
         sb_serve_tail(&b, &cfg, rc, &err, best, opt->force, &out->metric);
@@ -279,7 +299,7 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     }
     struct sim_options so = { .token_budget = opt->token_budget, .force = opt->force };
     if (!rc) rc = sim_run(s, &cfg, &so, &err);
-    sb_tail(&b, s, rc, &err, cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp);
+    sb_tail(&b, s, rc, &err, g->chips > 0 ? g->chips : (int)config_chips(&cfg)); /* tp × cp × pp × dp (issue 17) */
     if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;
@@ -301,9 +321,12 @@ static double point_events(const struct config *cfg, bool serving, char *model_p
     char path[1024];
     if (config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, NULL))
         return 0; /* the point fails at once */
+    /* The cache key is the file and the family it is read as. */
+    size_t n = strlen(path);
+    snprintf(path + n, sizeof path - n, "\n%s", cfg->model.family);
     if (!*have_model || strcmp(path, model_path) != 0) {
         if (*have_model) model_release(m);
-        *have_model = model_load(m, path, NULL) == MP_OK;
+        *have_model = model_load_config(m, cfg, NULL) == MP_OK;
         snprintf(model_path, 1024, "%s", path);
     }
     return *have_model ? sim_events_estimate(cfg, m, NULL) : 0;
@@ -325,13 +348,63 @@ void sweep_estimate(const struct sweep_grid *g, const struct config *base, int j
         struct config cfg;
         if (sweep_grid_config(g, base, i, &cfg, NULL) || config_check(&cfg, NULL)) continue;
         double e = point_events(&cfg, serving, model_path, &m, &have_model);
-        double chips = (double)cfg.parallel.tp * cfg.parallel.pp * cfg.parallel.dp;
+        double chips = (double)config_chips(&cfg);
         sum += e;
         if (e > w->events) w->events = e;
         if (chips > w->chips) w->chips = chips;
     }
     if (have_model) model_release(&m);
     w->total_events = k_max > 0 ? sum / k_max * (double)g->n_points : 0;
+}
+
+/* ---- a list of configurations ------------------------------------------- */
+
+struct list_run {
+    const struct config *cfgs;
+    int n;
+    const struct sim_options *opts;
+    sweep_done_fn done;
+    void *ctx;
+    pthread_mutex_t mu;
+    int next;
+};
+
+static void *list_worker(void *arg)
+{
+    struct list_run *l = arg;
+    struct sim *s = mp_xcalloc(1, sizeof *s);
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        int i = l->next < l->n ? l->next++ : -1;
+        pthread_mutex_unlock(&l->mu);
+        if (i < 0) break;
+        struct mp_error err = { 0 };
+        int rc = sim_run(s, &l->cfgs[i], l->opts, &err);
+        l->done(l->ctx, i, s, rc, &err);
+        sim_release(s);
+    }
+    free(s);
+    return NULL;
+}
+
+void sweep_run_configs(const struct config *cfgs, int n, int jobs, const struct sim_options *opts,
+                       sweep_done_fn done, void *ctx)
+{
+    struct list_run l = { .cfgs = cfgs, .n = n, .opts = opts, .done = done, .ctx = ctx };
+    gsl_set_error_handler_off(); /* global in GSL: once, before any thread */
+    pthread_mutex_init(&l.mu, NULL);
+    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (jobs > n) jobs = n;
+    if (jobs < 1) jobs = 1;
+    pthread_t *tid = mp_xcalloc((size_t)jobs, sizeof *tid);
+    int started = 0;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&tid[j], NULL, list_worker, &l) == 0) started++;
+        else break;
+    if (started == 0) list_worker(&l); /* no thread: run them here */
+    for (int j = 0; j < started; j++) pthread_join(tid[j], NULL);
+    free(tid);
+    pthread_mutex_destroy(&l.mu);
 }
 
 /* ---- resuming ------------------------------------------------------------ */
@@ -370,7 +443,7 @@ struct held {
  * one whose header is torn, holds nothing (h->header false): the sweep
  * starts over. */
 static int held_read(const char *path, const char *header, const char *columns,
-                     const struct sweep_grid *g, struct best *best, struct held *h,
+                     const struct sweep_grid *g, const struct config *base, struct best *best, struct held *h,
                      struct mp_error *err)
 {
     memset(h, 0, sizeof *h);
@@ -381,10 +454,11 @@ static int held_read(const char *path, const char *header, const char *columns,
     char **want;
     int n_want;
     if (csv_split_line(header, strlen(header) - 1, &want, &n_want) != 0) abort(); /* ours */
-    int ncols = g->n_axes + 1;
+    int derived = g->chips > 0 ? 1 : 0; /* the parallel.dp column of --chips */
+    int ncols = g->n_axes + derived + 1;
     for (const char *c = columns; *c; c++) ncols += *c == ',';
     ncols += 2;
-    int best_col = g->n_axes;
+    int best_col = g->n_axes + derived;
     {
         const char *p = columns;
         size_t n = strlen(best->metric);
@@ -432,6 +506,21 @@ static int held_read(const char *path, const char *header, const char *columns,
                              path, row.line, g->axis[a].key->name, q, h->rows + 1,
                              g->axis[a].values[which[a]]);
             }
+        if (!rc && derived) {
+            /* --chips N of another count gives other degrees. */
+            struct config cfg;
+            struct mp_error e3;
+            char dp[32] = "";
+            if (sweep_grid_config(g, base, h->rows, &cfg, &e3) == MP_OK)
+                snprintf(dp, sizeof dp, "%d", cfg.parallel.dp);
+            if (strcmp(row.cell[g->n_axes], dp) != 0) {
+                char q[128];
+                mp_quote(row.cell[g->n_axes], strlen(row.cell[g->n_axes]), 60, q, sizeof q);
+                rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld has parallel.dp=%s where "
+                             "--chips %d gives %s; run without --resume to start over", path,
+                             row.line, q, g->chips, dp[0] ? dp : "none");
+            }
+        }
         const char *feasible = row.cell[ncols - 2];
         if (!rc && strcmp(feasible, "true") && strcmp(feasible, "false"))
             rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld: column feasible: expected true "
@@ -500,12 +589,10 @@ static void progress_draw(struct progress *p, const struct sweep_grid *g, const 
     }
     int pct = p->total ? (int)(100 * done / p->total) : 100;
     if (p->tty) {
-        char bar[21];
-        int fill = (int)(20 * done / (p->total ? p->total : 1));
-        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
-        bar[20] = '\0';
-        fprintf(p->f, "\r[%s] %lld/%lld %3d%%  %.1f points/s  ETA %s%s\033[K%s", bar, done,
-                p->total, pct, rate, eta, best, final ? "\n" : "");
+        char text[512];
+        snprintf(text, sizeof text, "%lld/%lld %3d%%  %.1f points/s  ETA %s%s", done, p->total,
+                 pct, rate, eta, best);
+        progress_bar(p->f, progress_width(p->f), done, p->total, text, final);
     } else {
         fprintf(p->f, "sweep: %3d%%  %lld/%lld points, %.1f points/s, ETA %s%s\n", pct, done,
                 p->total, rate, eta, best);
@@ -638,8 +725,8 @@ static int write_fail(struct mp_error *err, const char *path, int e)
 /* Rank 0's files: open OUT.partial for appending after what --resume may
  * keep of it (`held`), or fresh with the header. `*f` stays NULL, with
  * MP_OK, when OUT is already this sweep, whole (resume with nothing left). */
-static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt,
-                     const char *partial, const char *columns, bool serving, struct best *best,
+static int open_rows(const struct sweep_grid *g, const struct config *base,
+                     const struct sweep_options *opt, const char *partial, const char *columns, bool serving, struct best *best,
                      struct held *held, FILE **f, struct mp_error *err)
 {
     char *header = sweep_header(g, serving);
@@ -652,7 +739,7 @@ static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt
         /* Finished before: nothing to run if it is this sweep, whole. */
         struct best b2 = *best;
         struct mp_error e2;
-        if (held_read(opt->out, header, columns, g, &b2, held, &e2) == MP_OK &&
+        if (held_read(opt->out, header, columns, g, base, &b2, held, &e2) == MP_OK &&
             held->rows == g->n_points) {
             free(header);
             return MP_OK;
@@ -660,7 +747,7 @@ static int open_rows(const struct sweep_grid *g, const struct sweep_options *opt
         memset(held, 0, sizeof *held);
     }
     if (opt->resume && have_partial &&
-        (rc = held_read(partial, header, columns, g, best, held, err)))
+        (rc = held_read(partial, header, columns, g, base, best, held, err)))
         goto out;
     if (opt->resume && have_partial && held->header) {
         if (truncate(partial, held->keep) != 0) {
@@ -724,7 +811,7 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     long long start = g->n_points;
     int keep_slot = -1; /* OUT.partial: kept, and named, if a signal stops the sweep */
     if (me == 0) {
-        rc = open_rows(g, opt, partial, columns, serving, &best, &held, &f, err);
+        rc = open_rows(g, base, opt, partial, columns, serving, &best, &held, &f, err);
         if (f) start = held.rows;
         if (f) keep_slot = outfile_register(partial, true);
     }

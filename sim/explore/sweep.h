@@ -32,12 +32,17 @@
 #include "sim/io/config.h"
 #include "sweep_table.h"
 
-/* The metric columns, in order, after the varied keys. exposed_comm_s is
- * the sum over kinds (tp, pp, dp, ep) of sim_result.exposed_comm_s: the
- * communication time, averaged over stages, that compute did not hide. */
+/* The metric columns, in order, after the varied keys. bubble is the
+ * pipeline bubble only (sim/train/step_split.h); exposed_comm_s the sum
+ * over kinds of the exposed communication the stages waited for; then the
+ * step accounting (mean over stages, exact decimal seconds that add up to
+ * step_time_s). mfu is empty for a synthetic model (no FLOP count). */
+#define SWEEP_SPLIT_COLUMNS                                                   \
+    "compute_s,recompute_s,exposed_tp_s,exposed_cp_s,exposed_pp_s,"           \
+    "exposed_dp_s,exposed_ep_s,bubble_s,optimizer_s,other_s"
 #define SWEEP_METRIC_COLUMNS                                                  \
     "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
-    "usd_per_step,usd_per_mtok,budget_chip_hours"
+    "usd_per_step,usd_per_mtok,budget_chip_hours," SWEEP_SPLIT_COLUMNS
 
 /* The metric columns of a serving sweep (sim/serve/serve.h): step_time_s is the
  * makespan, tokens_per_s output tokens per second; latencies in seconds
@@ -63,6 +68,11 @@ struct sweep_grid {
     struct sweep_axis *axis; /* [n_axes], outermost first */
     int n_axes;
     long long n_points;      /* product of the axes' sizes */
+    /* `--chips N` (sweep_grid_fix_chips): every point runs on N chips, its
+     * parallel.dp = N / (tp × cp × pp), written as a `parallel.dp` column after
+     * the varied keys; a point whose tp × cp × pp does not divide N is a row
+     * with feasible = false and the reason. 0: not fixed. */
+    int chips;
 };
 
 /* An empty grid (one point: the base scenario), and freeing its axes (the
@@ -84,10 +94,19 @@ int sweep_grid_add(struct sweep_grid *g, const struct config *base, const char *
 int sweep_expand(const struct config_key *key, const char *list, char ***values, int *n,
                  struct mp_error *err);
 
+/* Hold the chip count at `chips` (`--chips N`, grid above): MP_ERR_INPUT
+ * when parallel.dp is varied, when `base` is a serving scenario, or when no
+ * point of the grid has a tp × cp × pp dividing `chips` (the message lists the
+ * products the grid has). Call after the last sweep_grid_add. */
+int sweep_grid_fix_chips(struct sweep_grid *g, const struct config *base, int chips,
+                         struct mp_error *err);
+
 /* Which value of each axis point `index` takes (which[n_axes]). */
 void sweep_grid_point(const struct sweep_grid *g, long long index, int *which);
 
-/* `base` with point `index`'s values set. */
+/* `base` with point `index`'s values set (and parallel.dp derived when the
+ * grid holds the chip count; MP_ERR_INPUT naming --chips when tp × cp × pp does
+ * not divide it, `out` then has the varied values). */
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
                       struct config *out, struct mp_error *err);
 
@@ -146,6 +165,18 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
 bool sweep_is_metric(const char *name, bool serving);
 
 struct sim;
+struct sim_options;
+
+/* Run sim_run on each of `n` configurations on `jobs` worker threads (≤ 0:
+ * the online cores), as a sweep runs its points, and hand each finished
+ * run to `done(ctx, i, s, rc, err)` on the worker that ran it, before the
+ * struct sim is released; `done` must only write what belongs to index i.
+ * `opts` (may be NULL) is the same for every run. For lists of changed
+ * scenarios that are no grid (`mpsim explain`'s levers). */
+typedef void (*sweep_done_fn)(void *ctx, int i, const struct sim *s, int rc,
+                              const struct mp_error *err);
+void sweep_run_configs(const struct config *cfgs, int n, int jobs, const struct sim_options *opts,
+                       sweep_done_fn done, void *ctx);
 
 /* The cells after the varied keys of one training point's row, with the
  * newline: SWEEP_METRIC_COLUMNS, `feasible`, `reason`, from what sim_run

@@ -239,6 +239,13 @@ void sweep_grid_point(const struct sweep_grid *g, long long index, int *which)
     }
 }
 
+/* The chips one data-parallel replica of `cfg` takes: tp × cp × pp
+ * (context parallelism, issue 17: its ranks share a replica's sequences). */
+static long long replica_chips(const struct config *cfg)
+{
+    return (long long)cfg->parallel.tp * cfg->parallel.cp * cfg->parallel.pp;
+}
+
 int sweep_grid_config(const struct sweep_grid *g, const struct config *base, long long index,
                       struct config *out, struct mp_error *err)
 {
@@ -250,5 +257,51 @@ int sweep_grid_config(const struct sweep_grid *g, const struct config *base, lon
                                 err);
         if (rc) return rc;
     }
+    if (g->chips > 0) {
+        long long r = replica_chips(out);
+        if (g->chips % r != 0)
+            return mp_fail(err, MP_ERR_INPUT, "--chips %d: not divisible by tp %d × cp %d × pp %d "
+                           "= %lld, so parallel.dp would not be whole", g->chips, out->parallel.tp,
+                           out->parallel.cp, out->parallel.pp, r);
+        out->parallel.dp = (int)(g->chips / r);
+    }
     return MP_OK;
+}
+
+int sweep_grid_fix_chips(struct sweep_grid *g, const struct config *base, int chips,
+                         struct mp_error *err)
+{
+    for (int a = 0; a < g->n_axes; a++)
+        if (!strcmp(g->axis[a].key->name, "parallel.dp"))
+            return mp_fail(err, MP_ERR_INPUT, "--chips %d: parallel.dp is derived from it "
+                           "(chips ÷ (tp × cp × pp)); do not --vary it too", chips);
+    if (sweep_grid_serving(g, base))
+        return mp_fail(err, MP_ERR_INPUT, "--chips %d: a serving sweep places its stages by "
+                       "memory; --chips is for training sweeps", chips);
+    /* Only tp, cp and pp decide; walk their values, not the whole grid. */
+    const struct sweep_axis *tp = NULL, *pp = NULL, *cp = NULL;
+    for (int a = 0; a < g->n_axes; a++) {
+        if (!strcmp(g->axis[a].key->name, "parallel.tp")) tp = &g->axis[a];
+        if (!strcmp(g->axis[a].key->name, "parallel.pp")) pp = &g->axis[a];
+        if (!strcmp(g->axis[a].key->name, "parallel.cp")) cp = &g->axis[a];
+    }
+    int ntp = tp ? tp->n : 1, npp = pp ? pp->n : 1, ncp = cp ? cp->n : 1;
+    char seen[512] = "";
+    size_t used = 0;
+    for (int i = 0; i < ntp; i++)
+        for (int j = 0; j < npp; j++)
+            for (int k = 0; k < ncp; k++) {
+                long long t = tp ? atoll(tp->values[i]) : base->parallel.tp;
+                long long p = pp ? atoll(pp->values[j]) : base->parallel.pp;
+                long long c = cp ? atoll(cp->values[k]) : base->parallel.cp;
+                if (t > 0 && p > 0 && c > 0 && chips % (t * c * p) == 0) {
+                    g->chips = chips;
+                    return MP_OK;
+                }
+                if (used + 40 < sizeof seen)
+                    used += (size_t)snprintf(seen + used, sizeof seen - used, "%s%lld×%lld×%lld",
+                                             used ? ", " : "", t, c, p);
+            }
+    return mp_fail(err, MP_ERR_INPUT, "--chips %d: no point of the grid divides it: tp × cp × pp "
+                   "takes %s; expected a chip count that some tp × cp × pp divides", chips, seen);
 }

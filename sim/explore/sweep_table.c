@@ -178,10 +178,14 @@ static int rank_rows(const struct sweep_table *t, int col, int sense, struct ran
     return n;
 }
 
+/* The varied keys of a row, and the parallel.dp that `--chips` derives
+ * from them (the column right after them). */
 static void print_keys(FILE *f, const struct sweep_table *t, int varied, int row)
 {
     for (int a = 0; a < varied; a++)
         fprintf(f, "%s%s=%s", a ? " " : "", t->col[a], t->cell[row][a]);
+    if (varied < t->n_cols && !strcmp(t->col[varied], "parallel.dp"))
+        fprintf(f, " parallel.dp=%s", t->cell[row][varied]);
 }
 
 /* Which row differs from `row` in varied column `a` only, holding the value
@@ -211,16 +215,32 @@ static int neighbour(const struct sweep_table *t, int varied, int row, int a, in
     return found;
 }
 
-/* One neighbour of the best: its metric, and what its step time lost to
- * pipeline bubble, exposed communication and the rest (compute):
- * step = busy + idle per stage, idle = bubble × step, and the exposed comm
- * is part of the idle. */
+/* Below a nanosecond a difference of decimal cells is rounding, not time. */
+static double tidy(double x)
+{
+    return fabs(x) < 1e-9 ? 0 : x;
+}
+
+/* A cell as a number, 0 when the column is missing or the cell empty. */
+static double num0(const struct sweep_table *t, int row, int col)
+{
+    double v = col >= 0 ? sweep_table_num(t, row, col) : 0;
+    return isnan(v) ? 0 : v;
+}
+
+/* One neighbour of the best: its metric, and what its step time lost by.
+ * With the step accounting's columns (sweep.h) the difference is exact,
+ * part by part (compute and recompute, pipeline bubble, exposed
+ * communication by kind, optimizer and other); an older CSV has only
+ * bubble (× step) and exposed_comm_s, and the rest is called compute.
+ * A neighbour on another number of chips says so first: that, not its
+ * parts, is usually why it differs. */
 static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, int col,
                        const char *metric)
 {
     int ct = sweep_table_col(t, "step_time_s"), cb = sweep_table_col(t, "bubble");
     int cm = sweep_table_col(t, "peak_mem_bytes"), cx = sweep_table_col(t, "exposed_comm_s");
-    int cr = sweep_table_col(t, "reason");
+    int cr = sweep_table_col(t, "reason"), cc = sweep_table_col(t, "chips");
     double mv = sweep_table_num(t, nb, col), bv = sweep_table_num(t, best, col);
     if (!sweep_table_feasible(t, nb)) {
         const char *why = cr >= 0 ? t->cell[nb][cr] : "";
@@ -228,33 +248,100 @@ static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, i
         return;
     }
     fprintf(f, "%s %.4g (%+.1f%%)", metric, mv, bv != 0 ? 100 * (mv - bv) / fabs(bv) : 0);
+    double chips_b = num0(t, best, cc), chips_n = num0(t, nb, cc);
+    if (cc >= 0 && chips_b > 0 && chips_n != chips_b)
+        fprintf(f, " on %.0f chips, %.3g× the best's %.0f", chips_n, chips_n / chips_b, chips_b);
     if (ct < 0 || cb < 0) {
         fputc('\n', f);
         return;
     }
     double tb = sweep_table_num(t, best, ct), tn = sweep_table_num(t, nb, ct);
-    double idle = sweep_table_num(t, nb, cb) * tn - sweep_table_num(t, best, cb) * tb;
-    double comm = cx >= 0 ? sweep_table_num(t, nb, cx) - sweep_table_num(t, best, cx) : 0;
-    if (isnan(comm)) comm = 0;
-    /* Idle compute time (bubble × step) includes the exposed comm, which
-     * runs while compute waits: split it out so nothing counts twice. */
-    double compute = (tn - tb) - idle;
-    idle -= comm;
-    /* Differences of products leave rounding dust: below a picosecond is 0. */
-    if (fabs(compute) < 1e-12) compute = 0;
-    if (fabs(idle) < 1e-12) idle = 0;
-    fprintf(f, ": step %+.4g s = bubble %+.4g s", tn - tb, idle);
-    if (cx >= 0) fprintf(f, ", exposed comm %+.4g s", comm);
-    fprintf(f, ", compute %+.4g s", compute);
+    const char *most = "compute";
+    double worst;
+    int c_comp = sweep_table_col(t, "compute_s"), c_bub = sweep_table_col(t, "bubble_s");
+    if (c_comp >= 0 && c_bub >= 0) {
+        static const char *const comm[] = { "tp", "cp", "pp", "dp", "ep" };
+        double d_comp = num0(t, nb, c_comp) - num0(t, best, c_comp);
+        int c_rc = sweep_table_col(t, "recompute_s");
+        d_comp += num0(t, nb, c_rc) - num0(t, best, c_rc);
+        double d_bub = num0(t, nb, c_bub) - num0(t, best, c_bub), d_comm = 0, d_kind[5];
+        for (int k = 0; k < 5; k++) {
+            char name[32];
+            snprintf(name, sizeof name, "exposed_%s_s", comm[k]);
+            int c = sweep_table_col(t, name);
+            d_kind[k] = num0(t, nb, c) - num0(t, best, c);
+            d_comm += d_kind[k];
+        }
+        int c_opt = sweep_table_col(t, "optimizer_s"), c_oth = sweep_table_col(t, "other_s");
+        double d_rest = num0(t, nb, c_opt) - num0(t, best, c_opt) + num0(t, nb, c_oth) -
+                        num0(t, best, c_oth);
+        d_comp = tidy(d_comp), d_bub = tidy(d_bub), d_comm = tidy(d_comm), d_rest = tidy(d_rest);
+        for (int k = 0; k < 5; k++) d_kind[k] = tidy(d_kind[k]);
+        fprintf(f, ": step %+.4g s = compute %+.4g s, bubble %+.4g s, exposed comm %+.4g s",
+                tidy(tn - tb), d_comp, d_bub, d_comm);
+        int shown = 0;
+        for (int k = 0; k < 5; k++)
+            if (d_kind[k] != 0)
+                fprintf(f, "%s%s %+.3g", shown++ ? ", " : " (", comm[k], d_kind[k]);
+        if (shown) fputc(')', f);
+        if (d_rest != 0) fprintf(f, ", optimizer and other %+.4g s", d_rest);
+        worst = d_comp;
+        if (d_bub > worst) most = "bubble", worst = d_bub;
+        if (d_comm > worst) most = "exposed comm", worst = d_comm;
+        if (d_rest > worst) most = "optimizer and other";
+    } else {
+        /* bubble × step is the pipeline bubble alone; exposed comm apart. */
+        double idle = sweep_table_num(t, nb, cb) * tn - sweep_table_num(t, best, cb) * tb;
+        double comm = cx >= 0 ? sweep_table_num(t, nb, cx) - sweep_table_num(t, best, cx) : 0;
+        if (isnan(comm)) comm = 0;
+        double compute = (tn - tb) - idle - comm;
+        /* Differences of products leave rounding dust: below a picosecond is 0. */
+        if (fabs(compute) < 1e-12) compute = 0;
+        if (fabs(idle) < 1e-12) idle = 0;
+        fprintf(f, ": step %+.4g s = bubble %+.4g s", tn - tb, idle);
+        if (cx >= 0) fprintf(f, ", exposed comm %+.4g s", comm);
+        fprintf(f, ", compute %+.4g s", compute);
+        worst = compute;
+        if (idle > worst) most = "bubble", worst = idle;
+        if (cx >= 0 && comm > worst) most = "exposed comm";
+    }
     if (cm >= 0)
         fprintf(f, "; peak mem %.1f → %.1f GB", sweep_table_num(t, best, cm) / 1e9,
                 sweep_table_num(t, nb, cm) / 1e9);
-    const char *most = "compute";
-    double worst = compute;
-    if (idle > worst) most = "bubble", worst = idle;
-    if (cx >= 0 && comm > worst) most = "exposed comm", worst = comm;
-    if (tn > tb) fprintf(f, "  [mostly %s]", most);
+    if (tn > tb) {
+        if (cc >= 0 && chips_b > 0 && chips_n != chips_b)
+            fprintf(f, "  [%s chips; mostly %s]", chips_n < chips_b ? "fewer" : "more", most);
+        else
+            fprintf(f, "  [mostly %s]", most);
+    }
     fputc('\n', f);
+}
+
+/* Context parallelism (branch context, issue 17): when the best row has
+ * parallel.cp > 1 among the varied keys and the row equal to it but for
+ * cp = 1 is infeasible, CP is what made the context fit: say so, with that
+ * row's reason and the smallest cp that fits. */
+static void print_cp_fit(FILE *f, const struct sweep_table *t, int varied, int best)
+{
+    int a = -1;
+    for (int k = 0; k < varied; k++)
+        if (!strcmp(t->col[k], "parallel.cp")) a = k;
+    if (a < 0 || !(sweep_table_num(t, best, a) > 1)) return;
+    int none = -1, least = -1, cr = sweep_table_col(t, "reason");
+    for (int i = 0; i < t->n_rows; i++) {
+        int k = 0;
+        while (k < varied && (k == a || !strcmp(t->cell[i][k], t->cell[best][k]))) k++;
+        if (k < varied) continue;
+        double c = sweep_table_num(t, i, a);
+        if (c == 1) none = i;
+        else if (sweep_table_feasible(t, i) && (least < 0 || c < sweep_table_num(t, least, a)))
+            least = i;
+    }
+    if (none < 0 || sweep_table_feasible(t, none)) return;
+    const char *why = cr >= 0 ? t->cell[none][cr] : "";
+    fprintf(f, "\ncontext parallelism is what made the best fit: with the same other keys, "
+               "parallel.cp = 1 is infeasible (%.160s%s); the least that fits is parallel.cp = "
+               "%s\n", why, strlen(why) > 160 ? "..." : "", t->cell[least][a]);
 }
 
 int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const char *metric,
@@ -273,11 +360,20 @@ int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const cha
         free(r);
         return MP_OK;
     }
+    /* Name the chip counts when the ranked rows differ in them: a faster
+     * row on four times the chips is another question. */
+    int cc = sweep_table_col(t, "chips");
+    bool chips_differ = false;
+    for (int i = 1; cc >= 0 && i < n; i++)
+        chips_differ |= strcmp(t->cell[r[i].row][cc], t->cell[r[0].row][cc]) != 0;
     for (int i = 0; i < n && i < top; i++) {
         fprintf(f, "  %2d. %s %-12.6g ", i + 1, metric, r[i].v);
         print_keys(f, t, varied, r[i].row);
+        if (chips_differ) fprintf(f, "  (%s chips)", t->cell[r[i].row][cc]);
         fputc('\n', f);
     }
+    if (chips_differ)
+        fprintf(f, "  (the rows differ in chip count; `mpsim sweep --chips N` holds it fixed)\n");
     int b = r[0].row;
     fprintf(f, "\nneighbours of the best (one key one step away) and what cost them:\n");
     int shown = 0;
@@ -292,6 +388,7 @@ int sweep_print_best(FILE *f, const struct sweep_table *t, int varied, const cha
             shown++;
         }
     if (!shown) fprintf(f, "  (none: no key has another value in the grid)\n");
+    print_cp_fit(f, t, varied, b);
     free(r);
     return MP_OK;
 }

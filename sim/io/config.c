@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <ini.h>
@@ -225,6 +226,10 @@ static void describe(const struct config_key *k, char *buf, size_t size)
         snprintf(buf, size, "a count of microbatch activations from %g to %g (such as 8) or "
                  "a size with a unit (such as 40GB or 16GiB)", k->min, k->max);
         break;
+    case CONFIG_INT_LIST:
+        snprintf(buf, size, "'%s' or a comma list of at most %d whole numbers from %g to %g "
+                 "(such as 7,8,8,7)", k->fallback, CONFIG_LIST_MAX, k->min, k->max);
+        break;
     case CONFIG_ENUM:
         snprintf(buf, size, "one of ");
         for (const char *c = k->choices; *c; c++)
@@ -286,6 +291,35 @@ static void format_double(double v, char *buf, size_t size)
     }
 }
 
+/* "7,8,8,7" into `out`, each entry in [lo, hi]; the key's own word for
+ * none (its fallback, "even") gives n = 0. -1 when malformed. */
+static int parse_int_list(const char *text, const char *none, double lo, double hi,
+                          struct config_int_list *out)
+{
+    if (strcasecmp(text, none) == 0) {
+        out->n = 0;
+        return 0;
+    }
+    struct config_int_list l = { 0 };
+    const char *p = text;
+    for (;;) {
+        while (isspace((unsigned char)*p)) p++;
+        size_t len = strcspn(p, ",");
+        char one[32];
+        if (len == 0 || len >= sizeof one || l.n == CONFIG_LIST_MAX) return -1;
+        memcpy(one, p, len);
+        one[len] = '\0';
+        long long v;
+        if (units_parse_int(one, (long long)lo, (long long)hi, &v)) return -1;
+        l.v[l.n++] = (int)v;
+        p += len;
+        if (!*p) break;
+        p++; /* the comma: another entry must follow */
+    }
+    *out = l;
+    return 0;
+}
+
 const struct config_key *config_find_key(const char *name)
 {
     for (const struct config_key *k = config_keys; k->name; k++)
@@ -293,11 +327,45 @@ const struct config_key *config_find_key(const char *name)
     return NULL;
 }
 
+static int set_key(struct config *cfg, const struct config_key *k, const char *value,
+                   const char *where, struct mp_error *err);
+
 int config_set_key(struct config *cfg, const char *key, const char *value,
                    const char *where, struct mp_error *err)
 {
     const struct config_key *k = config_find_key(key);
     if (!k) return fail_unknown_dotted(err, where, key);
+    int rc = set_key(cfg, k, value, where, err);
+    if (rc) return rc;
+    /* Recorded as given, so a recipe leaves it alone (config_recipe.c). */
+    size_t i = (size_t)(k - config_keys);
+    if (i < 64 * sizeof cfg->key_given / sizeof cfg->key_given[0])
+        cfg->key_given[i / 64] |= (uint64_t)1 << (i % 64);
+    /* Only the recipe key changes what a recipe fills: any other key is
+     * now given and keeps its value whatever the recipe. */
+    if (strcmp(k->name, "training.recipe") == 0) config_recipe_apply(cfg);
+    return MP_OK;
+}
+
+int config_set_key_quiet(struct config *cfg, const char *key, const char *value,
+                         struct mp_error *err)
+{
+    const struct config_key *k = config_find_key(key);
+    if (!k) return fail_unknown_dotted(err, "recipe", key);
+    return set_key(cfg, k, value, "recipe", err);
+}
+
+bool config_key_given(const struct config *cfg, const char *key)
+{
+    const struct config_key *k = config_find_key(key);
+    size_t i = k ? (size_t)(k - config_keys) : SIZE_MAX;
+    return k && i < 64 * sizeof cfg->key_given / sizeof cfg->key_given[0] &&
+           (cfg->key_given[i / 64] >> (i % 64) & 1);
+}
+
+static int set_key(struct config *cfg, const struct config_key *k, const char *value,
+                   const char *where, struct mp_error *err)
+{
 
     /* Trim, and drop one pair of double quotes around strings, which people
      * write in INI files out of habit. */
@@ -372,6 +440,10 @@ int config_set_key(struct config *cfg, const char *key, const char *value,
             if (ok) *(int *)p = i;
             break;
         }
+        case CONFIG_INT_LIST:
+            ok = parse_int_list(text, k->fallback, k->min, k->max,
+                                (struct config_int_list *)p) == 0;
+            break;
         }
     }
     if (ok) {
@@ -402,6 +474,7 @@ void config_defaults(struct config *cfg)
     }
     memset(cfg->key_line, 0, sizeof cfg->key_line); /* every key: its default */
     cfg->inference.present = false; /* defaults are not a request to serve */
+    memset(cfg->key_given, 0, sizeof cfg->key_given); /* defaults are not given */
 }
 
 int config_set(struct config *cfg, const char *assignment, const char *where,
@@ -479,6 +552,13 @@ void config_format_value(const struct config *cfg, const struct config_key *k, c
         if (a->bytes) append(buf, size, "B");
         break;
     }
+    case CONFIG_INT_LIST: {
+        const struct config_int_list *l = p;
+        if (size) buf[0] = '\0';
+        if (l->n == 0) append(buf, size, "%s", k->fallback);
+        for (int i = 0; i < l->n; i++) append(buf, size, "%s%d", i ? "," : "", l->v[i]);
+        break;
+    }
     }
 }
 
@@ -504,6 +584,10 @@ int config_check_keys(const struct config *cfg, struct mp_error *err)
             ok = isfinite(a->value) && a->value >= 0 && (a->bytes || a->value <= k->max);
         } else if (k->type == CONFIG_STRING) {
             ok = *(const char *)p != '\0';
+        } else if (k->type == CONFIG_INT_LIST) {
+            const struct config_int_list *l = p;
+            ok = l->n >= 0 && l->n <= CONFIG_LIST_MAX;
+            for (int i = 0; ok && i < l->n; i++) ok = l->v[i] >= k->min && l->v[i] <= k->max;
         }
         if (!ok) {
             char expect[256], value[64];
@@ -761,6 +845,45 @@ static bool is_file(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* "; the presets are a, b, c (did you mean 'b'?)": the files of
+ * <data>/<subdir> ending in `ext`, sorted, for a name that is no path. */
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void append_presets(char *msg, size_t size, const char *name, const char *subdir,
+                           const char *ext)
+{
+    char folder[700];
+    snprintf(folder, sizeof folder, "%s/%s", mp_data_dir(), subdir);
+    DIR *d = opendir(folder);
+    if (!d) return;
+    char *names[128];
+    int n = 0;
+    size_t el = strlen(ext);
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 128) {
+        size_t len = strlen(de->d_name);
+        if (len > el && !strcmp(de->d_name + len - el, ext)) {
+            names[n] = mp_xstrdup(de->d_name);
+            names[n++][len - el] = '\0';
+        }
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof *names, cmp_str);
+    const char *near = NULL;
+    size_t best = SIZE_MAX;
+    for (int i = 0; i < n; i++) {
+        size_t dist = mp_edit_distance(name, names[i]);
+        if (dist < best) best = dist, near = names[i];
+    }
+    if (n) append(msg, size, "; the presets are");
+    for (int i = 0; i < n; i++) append(msg, size, "%s %s", i ? "," : "", names[i]);
+    if (near && best <= 3) append(msg, size, " (did you mean '%s'?)", near);
+    for (int i = 0; i < n; i++) free(names[i]);
+}
+
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err)
 {
@@ -797,6 +920,8 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
     char msg[1024];
     snprintf(msg, sizeof msg, "cannot find '%s'; looked for ", name);
     for (int i = 0; i < n; i++) append(msg, sizeof msg, "%s%s", i ? ", " : "", tried[i]);
+    if (name[0] != '/' && !strchr(name, '/') && subdir && *subdir && ext && *ext)
+        append_presets(msg, sizeof msg, name, subdir, ext);
     return mp_fail(err, MP_ERR_INPUT, "%s", msg);
 }
 

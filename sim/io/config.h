@@ -21,6 +21,10 @@ enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
 enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
+/* Training recipes (issue 14; docs/recipes.md), in the key table's order. */
+enum attention_kind { ATTENTION_FLASH, ATTENTION_UNFUSED };
+enum precision_kind { PRECISION_FP32, PRECISION_BF16 };
+enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
 /* The most keys the table may hold (config_defaults asserts it), so that
@@ -43,6 +47,18 @@ struct config_mem_amount {
     bool bytes;   /* value is in bytes (written with a unit), else in M_B */
 };
 
+/* Context parallelism (parallel.cp_kind, sim/strategy/context.h), in the
+ * key table's order. */
+enum cp_kind { CP_RING, CP_ULYSSES, CP_HYBRID };
+
+/* A comma list of whole numbers ("7,8,8,7"), or none (n = 0, written as
+ * the key's word for it, "even"). At most CONFIG_LIST_MAX entries. */
+#define CONFIG_LIST_MAX 256
+struct config_int_list {
+    int n;
+    int v[CONFIG_LIST_MAX];
+};
+
 struct config {
     char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
     /* Where each key (by its index in config_keys[]) got its value: the
@@ -58,6 +74,10 @@ struct config {
         int kind;                /* enum model_kind */
         int seq_len;             /* tokens per sequence */
         int weight_bits, activation_bits, kv_bits;
+        int compute_bits;        /* GEMM precision: 16, or 8 (FP8 GEMMs) */
+        /* issue 15: the architecture row (models/arch_table.c) to read the
+         * config by, whatever its model_type says; "auto" = by model_type. */
+        char family[64];
     } model;
 
     /* A model given by its times alone, so textbook cases run exactly.
@@ -81,6 +101,15 @@ struct config {
         bool sp;
         bool tsp;           /* TP and SP folded on one axis of degree tp (cases.md §2) */
         bool tp_overlap;    /* backward TP all-reduce overlaps the weight-grad GEMMs */
+        bool tp_comm_overlap; /* SP forward: all-gather / reduce-scatter under the GEMMs */
+        /* Context parallelism (branch context, issue 17): the sequence split
+         * over cp ranks (sim/strategy/context.h); chips = tp × cp × pp × dp. */
+        int cp;             /* degree */
+        int cp_kind;        /* enum cp_kind: ring | ulysses | hybrid */
+        int cp_ulysses;     /* hybrid: the all-to-all degree (0 = the CP ranks in one node) */
+        /* Decoder layers per pipeline stage (n = 0: even split); with
+         * chunks (vpp, V schedules) a stage's layers split over them. */
+        struct config_int_list stage_layers;
     } parallel;
 
     struct {
@@ -92,6 +121,13 @@ struct config {
         bool dp_overlap;    /* gradient buckets sync during the last backward */
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
+        /* The software stack (docs/recipes.md). */
+        int attention;      /* enum attention_kind: flash | unfused */
+        bool dropout;       /* dropout on attention probabilities and hidden states */
+        int grad_reduce;    /* enum precision_kind: main gradients and their DP reduction */
+        int optimizer_state;/* enum precision_kind: Adam's moments */
+        bool overlap_param_gather; /* ZeRO-1/2 weight all-gather under the next forward */
+        int recipe;         /* enum recipe_kind: a named stack's defaults */
     } training;
 
     /* Serving (sim/serve/serve.h). `present` is set when any inference.* key is
@@ -137,7 +173,25 @@ struct config {
         int fidelity;       /* enum fidelity (collective.h): fast | detailed */
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
     } run;
+
+    /* Keys given by the scenario or --set (bit i: config_keys[i]), so a
+     * recipe (training.recipe) fills only the keys nobody gave. */
+    uint64_t key_given[4];
+    /* [device_map]: Accelerate's device_map="auto" (sim/serve/device_map.h,
+     * sim/serve/accel.h). With a policy, `mpsim run` generates the way
+     * Accelerate runs the placed model, beside a real pipeline. */
+    struct {
+        int policy;         /* enum config_devmap_policy */
+        char max_memory[CONFIG_STR]; /* "0=10GiB,cpu=64GiB"; "auto" = Accelerate's defaults */
+        int quantization;   /* enum config_devmap_quant */
+    } device_map;
 };
+
+/* [device_map] choices, in the key table's order. */
+enum config_devmap_policy { DEVMAP_NONE, DEVMAP_AUTO, DEVMAP_BALANCED, DEVMAP_BALANCED_LOW_0,
+                            DEVMAP_SEQUENTIAL };
+enum config_devmap_quant { DEVMAP_QUANT_AUTO, DEVMAP_QUANT_NONE, DEVMAP_QUANT_BNB_8BIT,
+                           DEVMAP_QUANT_BNB_4BIT, DEVMAP_QUANT_FP8 };
 
 enum config_type {
     CONFIG_INT,      /* int, decimal */
@@ -149,6 +203,8 @@ enum config_type {
     CONFIG_STRING,   /* char[CONFIG_STR] or smaller, see `size` */
     CONFIG_ENUM,     /* int, one of `choices` ("none|selective|full") */
     CONFIG_MEM_AMOUNT, /* struct config_mem_amount: "8" (× M_B, in min..max) or "40GB" */
+    CONFIG_INT_LIST, /* struct config_int_list: `fallback`'s word (n = 0) or "7,8,8,7",
+                        each entry in min..max */
 };
 
 struct config_key {
@@ -215,9 +271,31 @@ void config_where(const struct config *cfg, const char *name, char *buf, size_t 
  * is prefixed with config_where, so it names the file, line and key. */
 int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
                        const char *ext, char *out, size_t size, struct mp_error *err);
+/* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
+
+/* Set a key's value without recording it as given (recipes use it). */
+int config_set_key_quiet(struct config *cfg, const char *key, const char *value,
+                         struct mp_error *err);
+
+/* Whether the scenario or --set gave `key` (a dotted name). */
+bool config_key_given(const struct config *cfg, const char *key);
+
+/* Fill the keys nobody gave from the recipe of training.recipe (nothing for
+ * "none"). Called after every key set, so the result does not depend on
+ * the order keys are written in. */
+void config_recipe_apply(struct config *cfg);
+
+/* A recipe's settings, for docs and `mpsim list recipes`: NULL-terminated
+ * key/value pairs of recipe `r` (enum recipe_kind), and its summary. */
+const char *const *config_recipe_settings(int r);
+const char *config_recipe_summary(int r);
 
 /* Number of microbatches each pipeline sees per step:
  * global_batch / (micro_batch × dp). */
 int config_microbatches(const struct config *cfg);
+
+/* Chips of the layout: tp × cp × pp × dp (context parallelism multiplies
+ * the count; its ranks share each sequence, not the batch). */
+long long config_chips(const struct config *cfg);
 
 #endif

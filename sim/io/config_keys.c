@@ -27,6 +27,14 @@ const struct config_key config_keys[] = {
         "bits per activation element"),
     KEY("model.kv_bits", CONFIG_INT, model.kv_bits, "16", NULL, 4, 32,
         "bits per KV-cache element"),
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("model.compute_bits", CONFIG_INT, model.compute_bits, "16", NULL, 8, 16,
+        "GEMM precision: 16, or 8 for FP8 GEMMs at the chip's FP8 peak (hardware/kernels.csv "
+        "gemm fp8 rows)"),
+    /* ---- issue 15 (models): the architecture row ---- */
+    KEY("model.family", CONFIG_STRING, model.family, "auto", NULL, 1, 0,
+        "architecture row to read model.config by (mpsim model --families lists them); auto "
+        "= by the config's model_type"),
     KEY("synthetic.forward", CONFIG_DURATION, synthetic.forward, "1ms", NULL, 1, 0,
         "forward time of one microbatch on one stage"),
     KEY("synthetic.backward_input", CONFIG_DURATION, synthetic.backward_input, "1ms",
@@ -64,6 +72,24 @@ const struct config_key config_keys[] = {
         "fold tensor and sequence parallelism on one axis of degree parallel.tp (TSP)"),
     KEY("parallel.tp_overlap", CONFIG_BOOL, parallel.tp_overlap, "false", NULL, 1, 0,
         "overlap the backward TP all-reduce with the weight-gradient GEMMs (Megatron)"),
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("parallel.tp_comm_overlap", CONFIG_BOOL, parallel.tp_comm_overlap, "false", NULL, 1, 0,
+        "with sequence parallelism, run the forward's all-gather under the column-parallel GEMMs "
+        "and its reduce-scatter under the row-parallel GEMM (Megatron-Core --tp-comm-overlap)"),
+    /* Context parallelism and uneven stages (branch context, issue 17;
+     * sim/strategy/context.h, docs/context_parallel.md). */
+    /* 65536: a ring's pass has 2·cp + 4 segments per layer; published runs
+     * use tens to hundreds (1M tokens on 1,024 ranks is 1K tokens each). */
+    KEY("parallel.cp", CONFIG_INT, parallel.cp, "1", NULL, 1, 65536,
+        "context-parallel degree: each sequence split over cp ranks (chips = tp × cp × pp × dp)"),
+    KEY("parallel.cp_kind", CONFIG_ENUM, parallel.cp_kind, "ring", "ring|ulysses|hybrid", 1, 0,
+        "how CP ranks get the rest of the sequence's keys and values: ring (Megatron-Core's "
+        "K/V ring), ulysses (all-to-all to head-sharded, DeepSpeed), hybrid (a2a in a node, ring across)"),
+    KEY("parallel.cp_ulysses", CONFIG_INT, parallel.cp_ulysses, "0", NULL, 0, CONFIG_DEGREE_MAX,
+        "hybrid CP: the all-to-all degree (a divisor of parallel.cp); 0 = the CP ranks of one node"),
+    KEY("parallel.stage_layers", CONFIG_INT_LIST, parallel.stage_layers, "even", NULL, 1, 100000,
+        "decoder layers per pipeline stage, a comma list of parallel.pp entries (7,8,8,7); "
+        "even = split evenly; with vpp or V schedules a stage's layers split over its chunks"),
     KEY("training.global_batch", CONFIG_INT, training.global_batch, "8", NULL, 1,
         INT_MAX, "sequences per step, over all data-parallel replicas"),
     KEY("training.micro_batch", CONFIG_INT, training.micro_batch, "1", NULL, 1, INT_MAX,
@@ -83,6 +109,23 @@ const struct config_key config_keys[] = {
         "activations on a stage (M_B; 1F1B holds pp), a size (40GB) is bytes; 0 = pp × M_B"),
     /* [inference]: serving (sim/serve/serve.h, docs/serving.md). Any of these keys
      * makes `mpsim run` simulate serving instead of a training step. */
+    /* Issue 14 (kernel-level cost model, docs/recipes.md): */
+    KEY("training.attention", CONFIG_ENUM, training.attention, "flash", "flash|unfused", 1, 0,
+        "flash: FlashAttention (no s^2 scores in memory); unfused: QK^T, softmax, dropout, AV "
+        "through HBM (Megatron 2021-22)"),
+    KEY("training.dropout", CONFIG_BOOL, training.dropout, "false", NULL, 1, 0,
+        "dropout on attention probabilities and hidden states (GPT-3-era recipes)"),
+    KEY("training.grad_reduce", CONFIG_ENUM, training.grad_reduce, "fp32", "fp32|bf16", 1, 0,
+        "main gradients and their data-parallel reduction: fp32, or bf16 (Megatron "
+        "--grad-reduce-in-bf16)"),
+    KEY("training.optimizer_state", CONFIG_ENUM, training.optimizer_state, "fp32", "fp32|bf16",
+        1, 0, "Adam's moments: fp32, or bf16 (precision-aware optimizer); master weights stay fp32"),
+    KEY("training.overlap_param_gather", CONFIG_BOOL, training.overlap_param_gather, "false",
+        NULL, 1, 0, "ZeRO-1/2: gather the updated weights under the next step's forward "
+                    "instead of after the optimizer (Megatron --overlap-param-gather)"),
+    KEY("training.recipe", CONFIG_ENUM, training.recipe, "none",
+        "none|megatron-2022|megatron-core", 1, 0,
+        "a software stack's defaults for the keys the scenario leaves out (docs/recipes.md)"),
     KEY("inference.rate", CONFIG_DOUBLE, inference.rate, "5", NULL, 1e-6, 1e12,
         "Poisson arrival rate, requests per second"),
     KEY("inference.requests", CONFIG_INT, inference.requests, "100", NULL, 1, 10000000,
@@ -159,5 +202,18 @@ const struct config_key config_keys[] = {
     KEY("run.collective", CONFIG_ENUM, run.collective, "auto",
         "auto|ring|tree|halving_doubling|direct|hierarchical", 1, 0,
         "collective algorithm for TP, DP and TSP collectives"),
+    /* [device_map]: Accelerate's placement and generation on it (branch devmap;
+     * sim/serve/device_map.h, sim/serve/accel.h). */
+    KEY("device_map.policy", CONFIG_ENUM, device_map.policy, "none",
+        "none|auto|balanced|balanced_low_0|sequential", 1, 0,
+        "Accelerate's device_map policy; any but none makes `mpsim run` generate as "
+        "Accelerate runs the placed model, beside a pipeline on the same GPUs"),
+    KEY("device_map.max_memory", CONFIG_STRING, device_map.max_memory, "auto", NULL, 1, 0,
+        "Accelerate's max_memory: 0=10GiB,1=10GiB,cpu=64GiB (GiB = 2^30, GB = 10^9); "
+        "auto = each GPU's memory and cpu = [host] memory"),
+    KEY("device_map.quantization", CONFIG_ENUM, device_map.quantization, "auto",
+        "auto|none|bnb_8bit|bnb_4bit|fp8", 1, 0,
+        "how weights are sized: auto = the model's quantization_config, else "
+        "model.weight_bits (none); bnb = bitsandbytes"),
     {.name = NULL},
 };

@@ -32,15 +32,29 @@ static double plan_layer_per_request(const struct model *m, int layer,
 {
     struct layer_cost lc;
     layer_cost(m, layer, p, &lc);
-    return (double)p->context_len * lc.kv_bytes_per_token + lc.state_bytes_per_request;
+    return layer_cost_request_bytes(&lc, p->context_len);
+}
+
+double plan_stage_request_bytes(const struct plan_stage *s, double tokens)
+{
+    double windowed = s->kv_window > 0 && s->kv_window < tokens ? s->kv_window : tokens;
+    return tokens * s->kv_per_token + windowed * s->kv_window_per_token + s->state_per_request;
 }
 
 static const char *layer_name(const struct model *m, int layer, char *buf, size_t size)
 {
     if (layer == 0) snprintf(buf, size, "the embedding");
     else if (layer == m->n_layers - 1) snprintf(buf, size, "the LM head");
-    else snprintf(buf, size, "layer %d (%s attention)", layer - 1,
-                  m->layer[layer].attn == ATTN_LINEAR ? "linear" : "full");
+    else {
+        /* "full attention", "linear attention", "sliding attention",
+         * "gated_deltanet", "mamba2", ... */
+        enum mixer_kind k = m->layer[layer].mixer;
+        const char *name = k == MIXER_ATTENTION || k == MIXER_MLA ? "full attention"
+                           : k == MIXER_LINEAR ? "linear attention"
+                           : k == MIXER_SLIDING ? "sliding-window attention"
+                           : mixer_info(k)->name;
+        snprintf(buf, size, "layer %d (%s)", layer - 1, name);
+    }
     return buf;
 }
 
@@ -55,12 +69,17 @@ static void stage_add(struct plan_stage *s, const struct model *m, int layer,
     const struct layer *L = &m->layer[layer];
     if (L->kind == LAYER_DECODER) {
         if (L->attn == ATTN_LINEAR) s->n_linear++;
-        else s->n_full++;
+        else if (L->attn != ATTN_NONE) s->n_full++;
     }
     s->weights += lc.params * p->weight_bits / 8.0;
-    s->kv_per_token += lc.kv_bytes_per_token;
+    if (lc.kv_window > 0) {
+        s->kv_window_per_token += lc.kv_bytes_per_token;
+        s->kv_window = lc.kv_window;
+    } else {
+        s->kv_per_token += lc.kv_bytes_per_token;
+    }
     s->state_per_request += lc.state_bytes_per_request;
-    s->per_request = (double)p->context_len * s->kv_per_token + s->state_per_request;
+    s->per_request = plan_stage_request_bytes(s, p->context_len);
 }
 
 /* Fill reserve and max_requests once the stages are final. */
@@ -237,9 +256,7 @@ int plan_run(struct plan_run *r, const struct config *cfg, struct mp_error *err)
         return mp_fail(err, MP_ERR_INPUT, "key model.kind: plan and serving need a model "
                        "(model.kind = transformer), got synthetic");
     char path[1024];
-    if ((rc = config_resolve_key(cfg, "model.config", "models", ".json", path, sizeof path, err)) ||
-        (rc = model_load(&r->model, path, err)))
-        return rc;
+    if ((rc = model_load_config(&r->model, cfg, err))) return rc;
     r->has_model = true;
     char where[CONFIG_STR + 128];
     config_where(cfg, "parallel.tp", where, sizeof where);
@@ -310,10 +327,16 @@ void plan_report_text(FILE *f, const struct plan_run *r)
             m->name, r->system, r->chip.name, pl->p.chip_mem / 1e9, pl->p.tp,
             pl->p.weight_bits, pl->p.kv_bits);
     int linear = 0;
-    for (int l = 1; l <= m->decoders; l++) linear += m->layer[l].attn == ATTN_LINEAR;
-    fprintf(f, "model       %d layers (%d full attention, %d linear), %.2fB parameters = "
-               "%.2f TB of weights\n", m->decoders, m->decoders - linear, linear,
-            model_params(m) / 1e9, model_params(m) * pl->p.weight_bits / 8 / 1e12);
+    int none = 0; /* MLP-only layers (Nemotron-H) keep neither KV nor state */
+    for (int l = 1; l <= m->decoders; l++) {
+        linear += m->layer[l].attn == ATTN_LINEAR;
+        none += m->layer[l].attn == ATTN_NONE;
+    }
+    fprintf(f, "model       %d layers (%d full attention, %d linear", m->decoders,
+            m->decoders - linear - none, linear);
+    if (none) fprintf(f, ", %d MLP only", none);
+    fprintf(f, "), %.2fB parameters = %.2f TB of weights\n", model_params(m) / 1e9,
+            model_params(m) * pl->p.weight_bits / 8 / 1e12);
     fprintf(f, "reserve     %d requests at %d tokens each (%s)\n", pl->concurrency,
             pl->p.context_len,
             r->cfg.inference.concurrency ? "inference.concurrency"
@@ -350,9 +373,15 @@ void plan_report_text(FILE *f, const struct plan_run *r)
     if (at >= 0) {
         const struct plan_stage *s = &pl->stage[at];
         double free_b = pl->p.chip_mem - s->weights;
-        fprintf(f, "KV bound    stage %d: %.2f GB free / %.2f MB per request (%d tokens × "
-                   "%.0f B per token) = %d concurrent requests\n", at, free_b / 1e9,
-                s->per_request / 1e6, pl->p.context_len, s->kv_per_token, n);
+        if (s->kv_window_per_token > 0)
+            fprintf(f, "KV bound    stage %d: %.2f GB free / %.2f MB per request (%d tokens × "
+                       "%.0f B per token + %d-token windows × %.0f B per token) = %d concurrent "
+                       "requests\n", at, free_b / 1e9, s->per_request / 1e6, pl->p.context_len,
+                    s->kv_per_token, s->kv_window, s->kv_window_per_token, n);
+        else
+            fprintf(f, "KV bound    stage %d: %.2f GB free / %.2f MB per request (%d tokens × "
+                       "%.0f B per token) = %d concurrent requests\n", at, free_b / 1e9,
+                    s->per_request / 1e6, pl->p.context_len, s->kv_per_token, n);
     }
 }
 

@@ -8,7 +8,10 @@
  * the next stage. The reserve is what serving keeps per request, sized for
  * `concurrency` requests at `context_len` tokens:
  *   - full attention (and MLA): KV cache, context_len × KV bytes per token;
- *   - linear attention: its fixed recurrent state, independent of length;
+ *   - sliding-window and chunked attention: KV for min(context_len, window)
+ *     tokens;
+ *   - linear attention and state-space layers (Mamba): their fixed recurrent
+ *     state (and short-convolution inputs), independent of length;
  *   - embedding and LM head: none (they ride with the first and last layer).
  * concurrency = 0 picks the largest target every layer can meet on a chip of
  * its own (with the embedding or head beside it when it is first or last):
@@ -38,9 +41,15 @@ struct plan_params {
 struct plan_stage {
     int first, last;          /* model layers [first, last]: 0 embedding,
                                  1..L decoders, L+1 LM head (model.h) */
-    int n_full, n_linear;     /* decoders by attention kind (MLA counts as full) */
+    int n_full, n_linear;     /* decoders by attention kind: KV-keeping (MLA and
+                                 sliding windows count as full) or state-keeping
+                                 (linear attention, SSM); MLP-only layers neither */
     double weights;           /* bytes per chip */
     double kv_per_token;      /* KV bytes per token of one request, per chip */
+    /* Of the sliding-window / chunked layers: KV bytes per token, kept for at
+     * most kv_window tokens of a request (a model has one window). */
+    double kv_window_per_token;
+    int kv_window;
     double state_per_request; /* recurrent-state bytes of one request, per chip */
     double reserve;           /* bytes kept for the concurrency target */
     double per_request;       /* bytes one request at context_len needs here */
@@ -55,6 +64,9 @@ struct plan {
     int chips;                /* stages × tp */
     struct plan_stage *stage; /* [stages] */
 };
+
+/* Bytes one request of `tokens` tokens keeps on stage `s`. */
+double plan_stage_request_bytes(const struct plan_stage *s, double tokens);
 
 /* The smallest max_requests over stages holding full-attention layers (the
  * concurrency KV allows), INT_MAX when none does; `stage` gets its index. */

@@ -9,6 +9,7 @@
 
 #include "sim/io/budget.h"
 
+#include <assert.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
@@ -70,7 +71,7 @@ static void schedule(struct serve *s, mp_time t, int kind, int id)
 static double request_need(const struct serve *s, const struct serve_request *r, int st)
 {
     const struct plan_stage *p = &s->pr.plan.stage[st];
-    return (double)(r->prompt + r->output) * p->kv_per_token + p->state_per_request;
+    return plan_stage_request_bytes(p, (double)r->prompt + r->output);
 }
 
 static void kv_log(struct serve *s, mp_time t)
@@ -151,18 +152,19 @@ static void form(struct serve *s, int k)
         s->res.admitted++;
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
-    sl->tokens = T;
-    sl->pairs = sl->ctx = sl->items = sl->emits = 0;
+    memset(&sl->b, 0, sizeof sl->b);
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
-        int past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
-        sl->pairs += (double)r->chunk * (past + r->chunk);
-        sl->ctx += past;
-        sl->items++;
-        sl->emits += r->prefilled == r->prompt || r->prefilled + r->chunk == r->prompt;
+        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
+        bool decode = r->prefilled == r->prompt;
+        serve_batch_add(s, &sl->b, r->chunk, past, decode,
+                        decode || r->prefilled + r->chunk == r->prompt);
     }
+    sl->b.tokens = T;
 }
+
+static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end);
 
 static void start_stage(struct serve *s, int st, mp_time now)
 {
@@ -171,25 +173,13 @@ static void start_stage(struct serve *s, int st, mp_time now)
     s->sq_head[st] = (s->sq_head[st] + 1) % s->slots;
     s->sq_n[st]--;
     struct serve_slot *sl = &s->slot[k];
-    mp_time d = serve_sum_time(s, st, sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+    mp_time d = serve_slot_time(s, st, sl);
     struct serve_stage_report *rep = &s->res.stage[st];
     if (rep->first_start < 0) rep->first_start = now;
     rep->busy += d;
     rep->passes++;
     s->stage_busy[st] = true;
-    if (s->rec) { /* who is in the pass, for the timeline's label and kind */
-        struct serve_pass_rec p = { now, now + d, st, k, 0, 0, 0 };
-        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
-        for (int i = 0; i < sl->n; i++) {
-            const struct serve_request *r = &s->req[mem[i]];
-            if (r->chunk == 0) continue;
-            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
-            else p.decode++;
-        }
-        struct serve_record *rc = s->rec;
-        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
-        rc->pass[rc->n_pass++] = p;
-    }
+    if (s->rec) record_pass(s, st, k, now, now + d);
     schedule(s, now + d, EV_STAGE_DONE, k);
 }
 
@@ -212,7 +202,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
         s->req[mem[i]].admitted = now;
     if (s->res.admitted != before) kv_log(s, now);
     bool was = s->slot[k].active;
-    s->slot[k].active = s->slot[k].tokens > 0;
+    s->slot[k].active = s->slot[k].b.tokens > 0;
     s->n_idle += (int)was - (int)s->slot[k].active;
     if (s->fast) {
         /* Its event, if any, was taken off when it was handled. */
@@ -270,12 +260,67 @@ void serve_emit(struct serve *s, int k, mp_time now)
     if (freed) kv_log(s, now);
 }
 
-static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot,
-                       double bytes)
+static struct serve_stage_rec *rec_stage(struct serve *s, int st)
 {
     struct serve_record *rc = s->rec;
-    MP_GROW(rc->hop, rc->cap_hop, rc->n_hop + 1);
-    rc->hop[rc->n_hop++] = (struct serve_hop_rec){ start, end, st, slot, bytes };
+    if (!rc->stage) {
+        rc->stage = mp_xcalloc((size_t)s->stages, sizeof *rc->stage);
+        rc->slot_pass = mp_xcalloc((size_t)s->slots, sizeof *rc->slot_pass);
+    }
+    return &rc->stage[st];
+}
+
+/* Slot k's pass starts on stage st over [start, end]. At stage 0 it is a
+ * new pass: who is in it, for the timeline's label and kind. */
+static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end)
+{
+    struct serve_record *rc = s->rec;
+    struct serve_stage_rec *sr = rec_stage(s, st);
+    if (st == 0) {
+        const struct serve_slot *sl = &s->slot[k];
+        struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
+                                    .emits = (int)sl->b.emits, .tokens = sl->b.tokens };
+        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+        for (int i = 0; i < sl->n; i++) {
+            const struct serve_request *r = &s->req[mem[i]];
+            if (r->chunk == 0) continue;
+            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
+            else p.decode++;
+        }
+        assert(rc->n_pass < UINT32_MAX);
+        MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
+        rc->slot_pass[k] = (uint32_t)rc->n_pass;
+        rc->pass[rc->n_pass++] = p;
+    }
+    uint32_t id = rc->slot_pass[k];
+    if (st == s->stages - 1) rc->pass[id].end = end;
+    if (sr->n == sr->cap) {
+        size_t cap = sr->cap ? 2 * sr->cap : 256;
+        sr->start = mp_xrealloc(sr->start, cap * sizeof *sr->start);
+        sr->end = mp_xrealloc(sr->end, cap * sizeof *sr->end);
+        sr->pass = mp_xrealloc(sr->pass, cap * sizeof *sr->pass);
+        sr->cap = cap;
+    }
+    sr->start[sr->n] = start;
+    sr->end[sr->n] = end;
+    sr->pass[sr->n++] = id;
+    rc->n_copies++;
+}
+
+static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot)
+{
+    struct serve_stage_rec *sr = rec_stage(s, st);
+    if (sr->n_hop == sr->cap_hop) {
+        size_t cap = sr->cap_hop ? 2 * sr->cap_hop : 256;
+        sr->hop_start = mp_xrealloc(sr->hop_start, cap * sizeof *sr->hop_start);
+        sr->hop_end = mp_xrealloc(sr->hop_end, cap * sizeof *sr->hop_end);
+        sr->hop_pass = mp_xrealloc(sr->hop_pass, cap * sizeof *sr->hop_pass);
+        sr->cap_hop = cap;
+    }
+    sr->hop_start[sr->n_hop] = start;
+    sr->hop_end[sr->n_hop] = end;
+    sr->hop_pass[sr->n_hop++] = s->rec->slot_pass[slot];
+    s->rec->n_hops++;
 }
 
 static void handle(void *ctx, const struct eventq_event *ev)
@@ -312,21 +357,19 @@ static void handle(void *ctx, const struct eventq_event *ev)
             mp_time start = now;
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
-            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].tokens) - s->hop[st];
+            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].b.tokens) - s->hop[st];
             for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
                 s->link_free[s->hop_route[i]] = start + ser;
             s->slot[id].stage = st + 1;
             schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
             if (s->rec && s->stages > 1)
-                record_hop(s, start, start + ser + s->hop[st], st, id,
-                           serve_hop_bytes(s, st, s->slot[id].tokens));
+                record_hop(s, start, start + ser + s->hop[st], st, id);
         } else {
-            int emits = (int)s->slot[id].emits;
+            int emits = (int)s->slot[id].b.emits;
             serve_emit(s, id, now);
             schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
             if (s->rec && s->stages > 1)
-                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id,
-                           serve_hop_bytes(s, st, emits > 0 ? emits : 1));
+                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id);
             serve_wake_idle(s, now); /* memory may have been freed */
         }
         break;
@@ -421,9 +464,15 @@ static int check_walk(const struct serve *s, struct mp_error *err)
     const struct config_inference *in = &s->cfg.inference;
     double mb = in->micro_batch, T = in->token_budget > mb ? in->token_budget : mb;
     double ctx = in->context_len;
+    /* An upper bound of any pass: every token a prompt token after a full
+     * context, every member also decoding one at a full context. */
+    struct kernel_batch b = { .tokens = T, .emits = mb, .items = mb, .decode = mb,
+                              .decode_ctx = mb * ctx, .prefill_tokens = T,
+                              .prefill_pairs = T * ctx, .prefill_items = mb,
+                              .decode_ctx_win = mb * ctx, .prefill_pairs_win = T * ctx };
     mp_time walk = 0;
     for (int st = 0; st < s->stages; st++) {
-        walk = mp_time_add(walk, serve_sum_time(s, st, T, T * ctx, mb * ctx, mb, mb));
+        walk = mp_time_add(walk, serve_batch_time(s, st, &b));
         walk = mp_time_add(walk, serve_hop_time(s, st, (int)T));
     }
     if (walk <= SERVE_WALK_MAX) return MP_OK;
@@ -509,7 +558,7 @@ static int setup(struct serve *s, struct mp_error *err)
     system_build(&s->sys);
     s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
     for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
-    serve_price_layers(s);
+    if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
     if ((rc = check_walk(s, err))) return rc;
     s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
@@ -647,6 +696,7 @@ void serve_release(struct serve *s)
     if (s->has_sys) system_release(&s->sys);
     chip_catalog_release(&s->catalog);
     if (s->slot) eventq_release(&s->q);
+    serve_price_release(s);
     free(s->stage_chip);
     free(s->layers);
     free(s->layer_off);
@@ -668,8 +718,18 @@ void serve_release(struct serve *s)
     free(s->res.kv_log);
     free(s->res.stage);
     if (s->rec) {
+        for (int st = 0; s->rec->stage && st < s->stages; st++) {
+            struct serve_stage_rec *sr = &s->rec->stage[st];
+            free(sr->start);
+            free(sr->end);
+            free(sr->pass);
+            free(sr->hop_start);
+            free(sr->hop_end);
+            free(sr->hop_pass);
+        }
+        free(s->rec->stage);
+        free(s->rec->slot_pass);
         free(s->rec->pass);
-        free(s->rec->hop);
         free(s->rec->kv);
         free(s->rec);
     }

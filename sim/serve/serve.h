@@ -33,12 +33,17 @@
  * first served: when the head of the queue does not fit, everyone waits
  * (no preemption). Free memory per chip = capacity − weights.
  *
- * Costs of one pass on a stage, per layer, roofline (chip_op_time): matmul
- * FLOPs 2 × tokens × active parameters; attention 4 × heads × d × Σ tokens ×
- * (cached + tokens) for full attention, 4 × tokens × heads × d² for linear;
- * bytes: the weights the tokens reach (MoE: experts hit under uniform
- * routing), the KV cache read, linear state read and written, activations in
- * and out. The LM head runs only for requests that emit a token this pass.
+ * Costs of one pass on a stage: the kernels its layers run
+ * (models/kernels.h kernels_serve_layer), each priced on the chip from
+ * hardware/kernels.csv as training's are (hardware/calib.h): the GEMMs over
+ * the pass's total tokens (weights streamed at the chip's weights_stream
+ * share: decode is bandwidth-bound), norms, rotary, activations and
+ * residual adds by their bytes, the decode members' attention as one
+ * batched kernel over each one's KV cache beside the prompt chunks'
+ * FlashAttention, the linear-attention state read and written, and the LM
+ * head and sampling for the requests that emit a token this pass; every
+ * kernel adds a CUDA-graph launch (graph_launch), and stage 0 takes at
+ * least the host's per-step work (host_step) per pass.
  * A token is emitted when its pass leaves the last stage: TTFT = that time −
  * arrival; TPOT = (done − first token) / (output − 1).
  *
@@ -82,6 +87,7 @@ struct serve_item {
     int tokens;   /* tokens processed this pass */
     int past;     /* tokens already in its KV cache */
     bool emits;   /* this pass ends with a sampled token (LM head runs) */
+    bool decode;  /* a decode token (reads its KV cache), else prompt tokens (prefill) */
 };
 
 struct serve_stage_report {
@@ -127,19 +133,25 @@ struct serve_result {
 
 /* What a timeline or trace needs, kept only when serve_run_recorded asks
  * for it (the default run records nothing: DESIGN.md §2's "trace records are
- * kept only when an output asks for them"). One record per stage pass, per
- * hand-off (stage s → s+1, and the last stage's return to stage 0), and per
- * change of a stage's KV + state reservation. */
+ * kept only when an output asks for them"). A pass is recorded once, as it
+ * is formed at stage 0 (who is in it); its copy on each stage and its
+ * hand-off from each stage (s → s+1, and the last stage's return to stage 0)
+ * are three numbers in that stage's arrays, in time order: 20 bytes a copy,
+ * so the 59-wafer run's 4.6 M stage passes and 4.6 M hand-offs take 185 MB
+ * instead of 333 MB. Plus every change of a stage's KV + state reservation. */
 struct serve_pass_rec {
-    mp_time start, end;
-    int stage, slot;
+    mp_time start, end;         /* start on stage 0, end on the last stage */
+    int slot;
     int prefill, decode;        /* members carrying prompt tokens / one decode token */
     int prefill_tokens;         /* prompt tokens in the pass */
+    int emits;                  /* tokens it sends back to stage 0 */
+    double tokens;              /* tokens it carries (what its hand-offs move) */
 };
-struct serve_hop_rec {
-    mp_time start, end;         /* link held from start; arrival at end */
-    int stage, slot;            /* from stage (the last stage: the return hop) */
-    double bytes;
+struct serve_stage_rec {
+    /* The stage's copy of pass pass[i] ran over [start[i], end[i]]. */
+    mp_time *start, *end; uint32_t *pass; size_t n, cap;
+    /* Its hand-off held the link from hop_start and arrived at hop_end. */
+    mp_time *hop_start, *hop_end; uint32_t *hop_pass; size_t n_hop, cap_hop;
 };
 struct serve_kv_rec {
     mp_time t;
@@ -148,7 +160,9 @@ struct serve_kv_rec {
 };
 struct serve_record {
     struct serve_pass_rec *pass; size_t n_pass, cap_pass;
-    struct serve_hop_rec *hop;   size_t n_hop, cap_hop;
+    struct serve_stage_rec *stage;  /* [stages] */
+    uint32_t *slot_pass;            /* [slots]: the pass each slot is walking */
+    size_t n_copies, n_hops;        /* over all stages */
     struct serve_kv_rec *kv;     size_t n_kv, cap_kv;
 };
 
@@ -193,6 +207,7 @@ struct serve {
     bool clock_overflow;       /* the clock passed SERVE_CLOCK_MAX: the run stopped */
     bool force;                /* run past the work budget (serve_options) */
     double budget_events;      /* serve_options.budget_events */
+    struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.
@@ -217,12 +232,27 @@ int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve
 void serve_release(struct serve *s);
 
 /* serve_trace.c: the run as a timeline CSV (the format of report.h's
- * report_timeline_csv, which mpsim-view reads: one compute row per stage
- * pass of kind prefill, decode or mixed with the slot as microbatch, comm rows
- * of kind send for hand-offs, memory rows for weights and KV, meta rows), and
- * as a Chrome trace. Need a run recorded with serve_run_recorded. */
+ * report_timeline_csv, which mpsim-view reads) and as a Chrome trace. Need a
+ * run recorded with serve_run_recorded.
+ * The timeline has meta rows and, by default, one compute row per pass
+ * (kind prefill, decode or mixed, the slot as microbatch, from its start on
+ * stage 0 to its end on the last stage; meta rows=slots tells the viewer to
+ * draw a row per slot). serve_timeline_csv_detail writes every stage's copy
+ * instead (one compute row per stage pass, comm rows of kind send for the
+ * hand-offs, memory rows for weights and KV): `mpsim run --timeline-detail`. */
 void serve_timeline_csv(FILE *f, const struct serve *s);
+void serve_timeline_csv_detail(FILE *f, const struct serve *s);
 void serve_chrome_trace(FILE *f, const struct serve *s);
+/* The timeline's meta rows (key=value text, chip -1 for run-wide), as the
+ * two writers put them first; for mpsim-view's in-process loader too. */
+void serve_timeline_meta(const struct serve *s, bool detail,
+                         void (*meta)(void *ctx, int chip, int stage, const char *kv), void *ctx);
+/* A recorded pass's kind ("prefill", "decode" or "mixed") and its label. */
+const char *serve_pass_kind(const struct serve_pass_rec *p);
+void serve_pass_label(char *buf, size_t size, const struct serve_pass_rec *p);
+/* Bytes one recorded hand-off moves: the pass's tokens from stage st, or
+ * the tokens it sends back when st is the last stage. */
+double serve_record_hop_bytes(const struct serve *s, int st, const struct serve_pass_rec *p);
 
 /* Cross-key checks of [inference] (ranges are in the key table). */
 int serve_check_config(const struct config *cfg, struct mp_error *err);

@@ -121,16 +121,16 @@ struct serve_fast {
 
 static bool same_layer(const struct serve_layer *a, const struct serve_layer *b)
 {
-    return a->kind == b->kind && a->attn == b->attn && a->fixed_bytes == b->fixed_bytes &&
-           a->expert_bytes == b->expert_bytes && a->expert_frac == b->expert_frac &&
-           a->matmul_params == b->matmul_params && a->attn_coef == b->attn_coef &&
-           a->kv_per_token == b->kv_per_token && a->state == b->state &&
-           a->hidden_bytes == b->hidden_bytes && a->row_bytes == b->row_bytes &&
-           a->vocab == b->vocab && a->head_flops == b->head_flops;
+    return a->kind == b->kind && a->attn == b->attn && a->mixer == b->mixer &&
+           a->mlp == b->mlp && a->moe == b->moe && a->window == b->window &&
+           a->params == b->params && a->matmul_params == b->matmul_params &&
+           a->expert_params == b->expert_params;
 }
 
 static bool same_stage(const struct serve *s, int a, int b)
 {
+    /* Stage 0 also carries the host's per-step work (serve_price.c). */
+    if ((a == 0) != (b == 0)) return false;
     int n = s->layer_off[a + 1] - s->layer_off[a];
     if (n != s->layer_off[b + 1] - s->layer_off[b]) return false;
     for (int i = 0; i < n; i++)
@@ -322,15 +322,16 @@ static mp_time class_time(struct serve *s, int c, const struct serve_slot *sl)
 {
     struct serve_fast *f = s->fast;
     if (f->ctx_dep[c])
-        return serve_sum_time(s, f->rep[c], sl->tokens, sl->pairs, sl->ctx, sl->items, sl->emits);
+        return serve_slot_time(s, f->rep[c], sl);
     /* Without full attention the time depends on tokens, items and emits
-     * only, which repeat from pass to pass. */
-    unsigned h = (unsigned)sl->tokens * 2654435761u ^ (unsigned)sl->items * 40503u ^
-                 (unsigned)sl->emits;
+     * only (GEMMs and norms on the tokens, linear-attention state on the
+     * items), which repeat from pass to pass. */
+    unsigned h = (unsigned)sl->b.tokens * 2654435761u ^ (unsigned)sl->b.items * 40503u ^
+                 (unsigned)sl->b.emits;
     struct fast_memo *m = &f->memo[(size_t)c * MEMO + h % MEMO];
-    if (!m->set || m->tokens != sl->tokens || m->items != sl->items || m->emits != sl->emits)
-        *m = (struct fast_memo){ sl->tokens, sl->items, sl->emits,
-                                 serve_sum_time(s, f->rep[c], sl->tokens, 0, 0, sl->items, sl->emits),
+    if (!m->set || m->tokens != sl->b.tokens || m->items != sl->b.items || m->emits != sl->b.emits)
+        *m = (struct fast_memo){ sl->b.tokens, sl->b.items, sl->b.emits,
+                                 serve_slot_time(s, f->rep[c], sl),
                                  true };
     return m->d;
 }
@@ -474,15 +475,15 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
         w->span += f->cnt[c] * d;
         if (p->d[c] > d) shortfall += f->cnt[c] * (p->d[c] - d);
     }
-    if (sl->tokens != f->ser_tokens) { /* as serve_hop_time, less the latency */
-        double b = serve_hop_bytes(s, 0, (int)sl->tokens);
+    if (sl->b.tokens != f->ser_tokens) { /* as serve_hop_time, less the latency */
+        double b = serve_hop_bytes(s, 0, (int)sl->b.tokens);
         for (int c = 0; c < f->n_hcls; c++) {
             int st = 0;
             while (f->hcls[st] != c) st++;
             double bw = s->hop_bw[st];
             f->ser_of[c] = isinf(bw) ? 0 : mp_time_from_ps(b / bw * 1e12);
         }
-        f->ser_tokens = sl->tokens;
+        f->ser_tokens = sl->b.tokens;
     }
     for (int c = 0; c < f->n_hcls; c++) {
         mp_time x = f->ser_of[c];
@@ -718,7 +719,7 @@ void serve_fast_run(struct serve *s)
         f->last_s = top->sched;
         slot_pop(f, src); /* top is stale from here */
         if (f->kind[k] == FAST_DONE) {
-            int emits = (int)s->slot[k].emits;
+            int emits = (int)s->slot[k].b.emits;
             if (emits < 1) emits = 1;
             serve_emit(s, k, now);
             mp_time back = emits < POW_TAB ? f->ret[emits] : -1;

@@ -7,7 +7,9 @@
 #define MPSIM_SERVE_IMPL_H
 
 #include "serve.h"
+#include "models/kernels.h"
 
+/* Small counts (emitted tokens of a pass) the fast loop tabulates. */
 #define POW_TAB 64
 
 /* Bounds that keep every time the serving loops form inside int64 ps: one
@@ -18,29 +20,24 @@
 #define SERVE_WALK_MAX (MP_TIME_HUGE / 4)
 #define SERVE_CLOCK_MAX (MP_TIME_HUGE / 2)
 
-/* What pricing needs of one layer, per chip. */
+/* What makes two layers price the same (serve_fast.c groups stages by it). */
 struct serve_layer {
+    int layer;               /* index in the model */
     int kind, attn;          /* enum layer_kind, enum attn_kind */
-    double fixed_bytes;      /* weights every pass reads (all but routed experts) */
-    double expert_bytes;     /* routed experts' weights */
-    double expert_frac;      /* top-k / experts; 0 when dense */
-    double matmul_params;    /* weight-matrix parameters one token multiplies by */
-    double attn_coef;        /* full: FLOPs per (token, context) pair; linear: per token */
-    double kv_per_token, state;
-    double hidden_bytes;     /* one token's activation, h × activation bytes */
-    double row_bytes;        /* embedding: one row of weights */
-    double vocab;
-    double head_flops;       /* LM head: FLOPs per emitted token (2 V h) */
-    /* pow(1 − expert_frac, n) for small n: a pass's token count repeats
-     * (decode passes carry a few), and pow was a tenth of the run. */
-    double miss[POW_TAB];
+    int mixer, mlp;          /* enum mixer_kind, enum mlp_kind */
+    bool moe;
+    int window;              /* sliding / chunked attention: tokens (0: none) */
+    double params, matmul_params, expert_params;
 };
 
 struct serve_slot {
     int n;                   /* members */
     int stage;               /* where the slot is (or goes) */
     bool active;             /* in the pipeline; false = idle at stage 0 */
-    double tokens, pairs, ctx, items, emits; /* this pass, for pricing */
+    /* This pass, for pricing (models/kernels.h): tokens, items, emits,
+     * decode members and the KV lengths they read, prompt chunks, their
+     * tokens and (query, key) pairs. */
+    struct kernel_batch b;
 };
 
 enum { EV_ARRIVAL, EV_STAGE_DONE, EV_HOP_DONE, EV_RETURN, EV_HORIZON };
@@ -54,11 +51,24 @@ static inline int serve_dist_max(int max, int fallback) { return max > 0 ? max :
 int serve_poisson_requests(struct serve *s);
 int serve_trace_requests(struct serve *s, struct mp_error *err);
 
-/* serve_price.c: each stage's layers priced once (s->layers, s->layer_off),
- * a pass's time on a stage from its totals, the hand-off routes. */
-void serve_price_layers(struct serve *s);
-mp_time serve_sum_time(const struct serve *s, int stage, double T, double pairs, double ctx,
-                       double items, double emits);
+/* serve_price.c: each stage's layers (s->layers, s->layer_off) and the
+ * chip's calibration rows; a pass's time on a stage from the kernels it
+ * runs (models/kernels.h kernels_serve_layer), the hand-off routes.
+ * MP_ERR_INPUT when the calibration table is bad or FP8 is asked of a chip
+ * without an FP8 peak. */
+int serve_price_layers(struct serve *s, struct mp_error *err);
+mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slot *sl);
+/* A pass of batch `b` on a stage; serve_batch_add puts one request's part
+ * of a pass in `b` (serve_stage_time's, under the model's window). */
+mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b);
+void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
+                     bool decode, bool emits);
+/* Price as model.generate() runs: kernels launched one by one (no CUDA
+ * graphs), no serving scheduler's host step (sim/serve/accel_gen.c). */
+void serve_price_eager(struct serve *s);
+void serve_price_release(struct serve *s);
+/* One line for the summary: which calibration rows priced the kernels. */
+void serve_price_describe(const struct serve *s, char *buf, size_t size);
 double serve_hop_bytes(const struct serve *s, int stage, double tokens);
 void serve_build_hops(struct serve *s);
 

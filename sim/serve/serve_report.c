@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "serve.h"
+#include "serve_impl.h"
 
 /* A duration in seconds for people: 3 significant decimals in a fitting unit. */
 static const char *secs(double s, char *buf, size_t n)
@@ -44,11 +44,16 @@ void serve_report_text(FILE *f, const struct serve *s)
     const struct model *m = &s->pr.model;
     char a[32], b[32];
     fprintf(f, "scenario    %s (serving)\n", c->name[0] ? c->name : "(defaults)");
-    fprintf(f, "model       %s: %d layers, %.2fB parameters, weights %d-bit, KV %d-bit\n",
-            m->name, m->decoders, model_params(m) / 1e9, c->model.weight_bits, c->model.kv_bits);
+    fprintf(f, "model       %s: %d layers, %.2fB parameters", m->name, m->decoders,
+            model_params(m) / 1e9);
+    if (m->experts) fprintf(f, " (%.2fB active)", model_active_params(m) / 1e9);
+    fprintf(f, ", weights %d-bit, KV %d-bit\n", c->model.weight_bits, c->model.kv_bits);
     fprintf(f, "system      %s: %d × %s (%.2f GB each), hop %s\n", s->sys.name, r->stages,
             s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(r->stages > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
+    char kernels[512];
+    serve_price_describe(s, kernels, sizeof kernels);
+    fprintf(f, "kernels     %s\n", kernels);
     fprintf(f, "serving     %d stages (%s), %d microbatches in flight × %d requests, "
                "token budget %d, chunked prefill %s, context %d\n",
             r->stages, in->placement == PLACEMENT_EVEN ? "even" : "plan", r->slots,
@@ -119,6 +124,9 @@ void serve_report_json(FILE *f, const struct serve *s)
     cJSON_AddStringToObject(o, "infeasible_reason", "");
     cJSON_AddNumberToObject(o, "events", (double)r->events);
     cJSON_AddNumberToObject(o, "sim_wall_s", r->sim_wall_s);
+    /* issue 15: every parameter, and those one token uses (models/model.h) */
+    cJSON_AddNumberToObject(o, "params", model_params(&s->pr.model));
+    cJSON_AddNumberToObject(o, "active_params", model_active_params(&s->pr.model));
     add_quant(o, "ttft", r->ttft);
     add_quant(o, "tpot", r->tpot);
     add_quant(o, "latency", r->e2e);

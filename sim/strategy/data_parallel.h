@@ -11,7 +11,7 @@
  *
  * Memory (cases.md §4): mixed-precision Adam keeps weight_bits/8 bytes of
  * weights, 4 of fp32 gradients and 12 of fp32 master weights and moments per
- * parameter; ZeRO stage 1 shards the optimizer state over the dp replicas,
+ * parameter (other precisions: dp_bytes_per_param_recipe); ZeRO stage 1 shards the optimizer state over the dp replicas,
  * 2 also the gradients, 3 also the weights (a chip then gathers a stage's
  * weights for each pass, held while the pass runs).
  *
@@ -23,7 +23,13 @@
  * per step, after the last microbatch (Megatron's order), in buckets of
  * training.dp_bucket bytes; with training.dp_overlap a bucket starts as soon
  * as the last backward has finished its layers, so it overlaps the rest of
- * that backward. */
+ * that backward.
+ *
+ * Step work after the last backward, per device: the gradient norm (a read
+ * of the owned gradients), its all-reduce over the model-parallel chips
+ * (every pipeline stage's lane, or the TP group without PP: clip-grad-norm
+ * needs the global norm before any stage may step), then the Adam step and
+ * the zeroing of the gradient buffers, priced as memory traffic. */
 #ifndef MPSIM_DATA_PARALLEL_H
 #define MPSIM_DATA_PARALLEL_H
 
@@ -40,7 +46,12 @@ struct dp_input {
     const struct stage_cost *stage;  /* [prog->stages]: layer ranges */
     const int *chip_of_device;       /* [devices]: the lane (TP rank 0) */
     const struct system *sys;
-    int tp, dp, zero;
+    /* dp: the chips gradients are reduced and ZeRO shards over. With
+     * context parallelism that is the DP-CP group, parallel.dp ×
+     * parallel.cp chips tp apart (Megatron-Core's distributed optimizer;
+     * FSDP over TorchTitan's dp_shard × cp); `cp` > 1 with tp = 1 puts its
+     * collectives on CP rank 1's comm stream, the lane's carrying CP's ring. */
+    int tp, dp, zero, cp;
     bool overlap;
     double bucket_bytes;
     enum fidelity fidelity;
@@ -51,8 +62,18 @@ struct dp_input {
      * sync that many bytes. */
     const double *layer_params;
     double synthetic_weights;
-    /* The optimizer step's time for `params` parameters (sim.c prices it). */
-    mp_time (*optimizer_time)(void *ctx, double params);
+    /* The precision recipe (issue 14, calibration.md §8): bits of the main
+     * gradients (held and reduced) and of Adam's moments; master weights
+     * are fp32. */
+    int grad_bits, optimizer_bits;
+    /* ZeRO-1/2: gather the updated weights at the start of the step, under
+     * the first forward, instead of after the optimizer (Megatron's
+     * --overlap-param-gather; the gather of step n's update runs under step
+     * n+1's forward, which in one simulated step is its own start). */
+    bool overlap_param_gather;
+    /* Time of `bytes` of memory-bound traffic in `kernels` launches (sim.c
+     * prices it on the chip); NULL: the step work is free (synthetic). */
+    mp_time (*memory_time)(void *ctx, double bytes, int kernels);
     void *ctx;
 };
 
@@ -70,6 +91,7 @@ struct dp_state {
     int *n_sync, *cap_sync;
     int *chips, *ready, *done;/* scratch [dp] */
     int collectives;          /* bucket collectives appended */
+    int *gather_first;        /* [devices]: overlap_param_gather's first bucket, -1 */
 };
 
 /* Prepare; also puts each device's static memory into `g`. */
@@ -88,7 +110,29 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
 /* Free the bucket and sync bookkeeping (the ops stay in the task graph). */
 void dp_release(struct dp_state *st);
 
-/* Bytes per parameter held (weights, grads, optimizer) at a ZeRO stage. */
+/* Bytes per parameter held (weights, grads, optimizer) at a ZeRO stage,
+ * with fp32 gradients and moments (mixed-precision Adam: 18 per parameter
+ * at 16-bit weights). */
 void dp_bytes_per_param(int weight_bits, int zero, int dp, double out[3]);
+
+/* The same for a precision recipe (calibration.md §8): weights weight_bits,
+ * main gradients grad_bits, optimizer = fp32 master (4) + two moments of
+ * optimizer_bits + an fp32 copy of 16-bit gradients for the update (4):
+ * 18 bytes for bf16/fp32 and 20 for fp16/fp16, Megatron's table. */
+void dp_bytes_per_param_recipe(int weight_bits, int grad_bits, int optimizer_bits, int zero,
+                               int dp, double out[3]);
+
+/* Bytes the step work moves per parameter a chip owns (calibration.md §8,
+ * derived): the gradient norm reads the gradients; the fused Adam step
+ * reads gradient, master and moments and writes master, moments and the
+ * 16-bit weights (30 bytes for bf16 weights, fp32 gradients and moments);
+ * zeroing writes each gradient the chip holds. */
+double dp_norm_bytes_per_param(int grad_bits);
+double dp_adam_bytes_per_param(int weight_bits, int grad_bits, int optimizer_bits);
+
+/* Whether ZeRO-1/2's weight all-gather runs at the step's start
+ * (overlap_param_gather with dp > 1); dp_before_pass then makes each
+ * device's first forward wait for its first bucket. */
+bool dp_gathers_params_early(const struct dp_state *st);
 
 #endif

@@ -307,17 +307,12 @@ static void place_release(struct placement *pl)
     free(pl->copies);
 }
 
-/* One expert GEMM chain (gate, up, down) of `tok` tokens on the chip. */
+/* One expert's kernels (gate/up, activation, down) for `tok` tokens. */
 static mp_time expert_time(const struct ep_input *in, double one, double tok, int pass)
 {
+    (void)one;
     if (tok <= 0) return 0;
-    const struct model *m = in->model;
-    double W = in->weight_bits / 8.0, A = in->act_bits / 8.0;
-    double flops = 2 * tok * one;
-    double bytes = one * W + 2 * tok * m->hidden * A;
-    if (pass == 2) bytes += one * W; /* W writes the weight gradients */
-    double gemm = 2 * tok * m->hidden * m->moe_intermediate;
-    return in->op_time(in->op_ctx, flops, bytes, gemm, 0);
+    return in->expert_time(in->op_ctx, tok, pass);
 }
 
 int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_error *err)

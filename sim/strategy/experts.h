@@ -90,9 +90,10 @@ struct ep_input {
     int act_bits, dispatch_bits, weight_bits;
     unsigned long seed;
     bool show_ranks;           /* keep every rank's expert times (experts_rank_time) */
-    /* Compute time of an op on the chip: the efficiency model (sim.c). */
-    mp_time (*op_time)(void *ctx, double flops, double bytes, double gemm_flops,
-                       double elem_bytes);
+    /* Time of one routed expert's kernels (gate/up GEMM, activation, down
+     * GEMM; models/kernels.h) for `tokens` tokens, pass 0 F, 1 B, 2 W, on
+     * the chip (sim/train/price.c). */
+    mp_time (*expert_time)(void *ctx, double tokens, int pass);
     void *op_ctx;
 };
 

@@ -98,6 +98,35 @@ static enum tp_pass_kind tp_kind(int kind, bool last)
     }
 }
 
+/* Context parallelism at detailed fidelity (context.h): the lane's CP ring
+ * (chips tp·ulysses apart), every member sending its block to the next at
+ * once, or its all-to-all group (chips tp apart) expanded as collective.c
+ * does. Returns the op after which the lane has what it receives. */
+static int emit_cp_comm(struct taskgraph *g, const struct pipeline_plan *pl, int chip, int stage,
+                        int mb, const struct tp_seg *sg, int dep, int *ready, int *done)
+{
+    const struct cp_plan *cp = pl->tensor->context;
+    bool ring = sg->group == CPG_RING;
+    int n = ring ? cp->ring : cp->ulysses, stride = ring ? cp->tp * cp->ulysses : cp->tp;
+    int *group = mp_xmalloc((size_t)n * sizeof *group);
+    for (int i = 0; i < n; i++) {
+        group[i] = chip + i * stride;
+        ready[i] = dep;
+    }
+    int id;
+    if (ring) {
+        id = context_add_shift(g, pl->sys, group, n, sg->bytes, dep, mb, stage);
+    } else {
+        struct coll_spec c = { .op = COLL_ALL_TO_ALL, .algo = pl->tensor->algo, .chips = group,
+                               .n = n, .bytes = sg->bytes, .comm = COMM_CP, .mb = mb,
+                               .stage = stage };
+        collective_add(g, pl->sys, &c, FIDELITY_DETAILED, ready, done);
+        id = done[0];
+    }
+    free(group);
+    return id;
+}
+
 /* A collective of the stage's TP group: one op at fast fidelity, its
  * transfers at detailed. Returns the op after which the lane has the result. */
 static int emit_comm(struct taskgraph *g, const struct pipeline_plan *pl, int chip, int stage,
@@ -124,13 +153,14 @@ static int emit_comm(struct taskgraph *g, const struct pipeline_plan *pl, int ch
         };
         struct op o = tg_op(OP_COLLECTIVE, chip, STREAM_COMM, tags[sg->op], sg->duration);
         o.bytes = sg->bytes;
-        o.comm = COMM_TP;
+        o.comm = sg->group ? COMM_CP : COMM_TP;
         o.mb = mb;
         o.stage = stage;
         int id = tg_add(g, &o);
         if (dep >= 0) tg_dep(g, dep, id);
         return id;
     }
+    if (sg->group) return emit_cp_comm(g, pl, chip, stage, mb, sg, dep, ready, done);
     /* The group of the device running the pass (DualPipe runs a stage on
      * two devices): its lane and the next tp − 1 chips. */
     struct coll_spec c = tensor_coll(tp, stage, sg);
@@ -394,6 +424,11 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     out->first_op = mp_xmalloc((size_t)prog->devices * sizeof *out->first_op);
     out->last_any = mp_xmalloc((size_t)prog->devices * sizeof *out->last_any);
     int tp = pl->tensor ? pl->tensor->tp : 1;
+    /* Scratch for the largest group a pass's collectives span (TP, or a CP
+     * ring or all-to-all group). */
+    const struct cp_plan *cpp = pl->tensor ? pl->tensor->context : NULL;
+    if (cpp && cpp->ring > tp) tp = cpp->ring;
+    if (cpp && cpp->ulysses > tp) tp = cpp->ulysses;
     int *ready = mp_xmalloc((size_t)tp * sizeof *ready), *done = mp_xmalloc((size_t)tp * sizeof *done);
     /* The program index of each (device, stage)'s last weight-gradient op:
      * its gradients are complete for the step when it ends. A stage runs on

@@ -18,6 +18,8 @@
 /* What one microbatch costs on one pipeline stage. */
 struct stage_cost {
     mp_time t_f, t_b, t_w;   /* forward, input-grad, weight-grad */
+    mp_time t_rc;            /* of t_b, the part that re-runs the forward (recompute);
+                                read by the step accounting only (step_split.h) */
     double act_bytes;        /* M_B: stashed by F until its backward */
     double act_w_bytes;      /* M_W: the part kept from B until W */
     double send_bytes;       /* activation handed to the next stage (and its gradient back) */

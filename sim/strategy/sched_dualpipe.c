@@ -178,6 +178,12 @@ static int check_dualpipev(const struct pipe_shape *shape, struct mp_error *err)
         return mp_fail(err, MP_ERR_INFEASIBLE,
                        "dualpipev splits the layers into 2·pp = %d stages in a V: it needs at "
                        "least %d layers, got %d", 2 * p, 2 * p, shape->layers);
+    for (int d = 0; shape->device_layers && d < p; d++)
+        if (shape->device_layers[d] < 2)
+            return mp_fail(err, MP_ERR_INFEASIBLE,
+                           "dualpipev runs two chunks per device in a V: parallel.stage_layers "
+                           "gives stage %d %d layer, expected at least 2", d,
+                           shape->device_layers[d]);
     return MP_OK;
 }
 

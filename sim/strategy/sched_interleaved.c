@@ -44,10 +44,18 @@ static int check_interleaved(const struct pipe_shape *shape, struct mp_error *er
         return mp_fail(err, MP_ERR_INFEASIBLE,
                        "interleaved needs at least 2 chunks per device (parallel.vpp), got %d "
                        "(use 1f1b for vpp = 1)", v);
-    if (shape->layers > 0) {
+    /* Given stages (parallel.stage_layers): a stage's layers split over its
+     * chunks as evenly as possible, so each stage needs one per chunk. */
+    for (int d = 0; shape->device_layers && d < p; d++)
+        if (shape->device_layers[d] < v)
+            return mp_fail(err, MP_ERR_INFEASIBLE,
+                           "interleaved: parallel.stage_layers gives stage %d %d layers, fewer "
+                           "than its vpp = %d chunks", d, shape->device_layers[d], v);
+    if (shape->layers > 0 && !shape->device_layers) {
         if (shape->layers % p != 0)
             return mp_fail(err, MP_ERR_INFEASIBLE,
-                           "interleaved: layers (%d) must divide evenly over pp (%d)",
+                           "interleaved: layers (%d) must divide evenly over pp (%d), or "
+                           "parallel.stage_layers must say how many each stage holds",
                            shape->layers, p);
         if ((shape->layers / p) % v != 0)
             return mp_fail(err, MP_ERR_INFEASIBLE,

@@ -380,6 +380,14 @@ static void clear_ops(struct pipe_program *prog)
 static int check_zb_v(const struct pipe_shape *shape, struct mp_error *err)
 {
     int p = shape->devices;
+    /* Given stages: each device's two chunks must be equal (the V's times). */
+    for (int d = 0; shape->device_layers && d < p; d++)
+        if (shape->device_layers[d] % 2 != 0)
+            return mp_fail(err, MP_ERR_INFEASIBLE,
+                           "zb-v runs two equal chunks per device in a V: parallel.stage_layers "
+                           "gives stage %d %d layers, expected an even number", d,
+                           shape->device_layers[d]);
+    if (shape->device_layers) return MP_OK;
     if (shape->layers > 0 && shape->layers % (2 * p) != 0)
         return mp_fail(err, MP_ERR_INFEASIBLE,
                        "zb-v splits the layers into 2·pp = %d chunks in a V: layers (%d) must "

@@ -43,6 +43,10 @@ struct pipe_shape {
     int microbatches;   /* m */
     int chunks;         /* v: model chunks per device (parallel.vpp; V/DualPipe set their own) */
     int layers;         /* layers to split over stages (for divisibility rules); 0 = unchecked */
+    /* parallel.stage_layers: decoder layers of each device [devices], split
+     * over its chunks as evenly as possible; NULL = `layers` split evenly.
+     * A schedule's layer rules then hold per device instead. */
+    const int *device_layers;
     double mem_limit;   /* zb-auto: activation memory limit in units of M_B (0 = default) */
     double t_f, t_b, t_w; /* zb-auto: relative pass times (0 = equal) */
 };

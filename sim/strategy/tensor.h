@@ -8,15 +8,31 @@
  * compute before it ends and each compute piece waiting for the collective
  * whose result it needs. pipeline.c appends them (sim/strategy/pipeline.h).
  *
- * Megatron (Shoeybi et al. 2019; Korthikanti et al. 2022), per decoder:
- *   forward   [attention] all-reduce [MLP] all-reduce;
- *   backward  [MLP input-grad] all-reduce [attention input-grad] all-reduce;
- *   with SP   each all-reduce becomes all-gather before the block and
- *             reduce-scatter after it (same bytes on the wire);
+ * Megatron (Shoeybi et al. 2019; Korthikanti et al. 2022), per decoder
+ * block (token mixer, then MLP), from the block's priced parts (kernels.h:
+ * PRE norm, IN column-parallel GEMMs, MID core, OUT row-parallel GEMM,
+ * POST residual):
+ *   forward   [pre in mid out] all-reduce [post];
+ *   backward  [post out-dgrad (out-wgrad) mid in-dgrad] all-reduce
+ *             [(in-wgrad) pre]; the in-wgrad waits for the all-reduce
+ *             unless parallel.tp_overlap (Megatron's async all-reduce);
+ *   with SP   forward [pre] all-gather [in mid out] reduce-scatter [post];
+ *             backward [post] all-gather(grad) [out-dgrad (out-wgrad) mid]
+ *             all-gather(input) [in-dgrad] reduce-scatter [(in-wgrad) pre]:
+ *             the layer input was stashed sharded, so the weight gradient
+ *             re-gathers it, under the input-gradient GEMMs, and the
+ *             reduce-scatter runs under the weight gradient (Megatron does
+ *             both always with SP); a W-only pass (zero-bubble) gathers it
+ *             itself; with parallel.tp_comm_overlap the forward's
+ *             all-gather also runs under the IN GEMMs and its
+ *             reduce-scatter under the OUT GEMM (Megatron-Core's TP comm
+ *             overlap);
+ *   a compute piece beside a collective it overlaps is lengthened by the
+ *   share of the shorter of the two that the chip cannot hide
+ *   (overlap_hidden: both use the SMs and memory);
  *   full recompute repeats the forward's collectives in the backward;
+ *   selective recompute re-runs the unfused attention core first;
  *   the embedding's output and the LM head's input gradient add one each.
- * With parallel.tp_overlap the backward all-reduce runs while the weight-
- * gradient GEMMs of the same block compute (Megatron's async TP all-reduce).
  *
  * TSP (parallel.tsp, cases.md §2): each of D = tp ranks holds 1/D of the
  * weights and 1/D of the tokens. Per decoder the ranks gather the layer's
@@ -26,13 +42,19 @@
  * the backward gathers the weights again and reduce-scatters their
  * gradients and the K/V gradients. Activations are split by D everywhere
  * (as TP+SP), and the lane holds two gathered layers of weights and one
- * layer's full-sequence K/V while a pass runs. */
+ * layer's full-sequence K/V while a pass runs.
+ *
+ * Context parallelism (parallel.cp, context.h) puts its core between a
+ * decoder's attention projections, its ring steps and all-to-alls as comm
+ * segments of the lane's CP groups (tp_seg.group). */
 #ifndef MPSIM_TENSOR_H
 #define MPSIM_TENSOR_H
 
 #include <stdbool.h>
 
 #include "collective.h"
+#include "models/kernels.h"
+#include "context.h"
 #include "models/model.h"
 #include "hardware/system.h"
 
@@ -56,6 +78,9 @@ struct tp_seg {
      * layer; the pipeline asks experts_time for it. EPR_NONE otherwise. */
     uint8_t ep_role;
     int32_t ep_layer;     /* int32: models have up to 10^5 layers, a pass as many segments */
+    /* Context parallelism: enum cp_group (context.h) of a comm segment that
+     * runs in the lane's CP ring or all-to-all group; 0 = the TP group. */
+    uint8_t group;
 };
 
 struct tp_pass {
@@ -72,6 +97,7 @@ struct tensor_plan {
     int n_seg, cap_seg;
     enum fidelity fidelity;
     enum coll_algo algo;
+    const struct cp_plan *context; /* context parallelism (context.h); NULL = none */
 };
 
 /* What tensor_plan_build needs to know. */
@@ -84,13 +110,17 @@ struct tensor_input {
     const int *lane;                     /* [stages]: chip of TP rank 0 */
     int stages;
     bool tsp, overlap;
+    bool comm_overlap;                   /* SP forward: all-gather / reduce-scatter under the
+                                            GEMMs (parallel.tp_comm_overlap) */
+    double overlap_hidden;               /* of a compute and a collective side by side, the
+                                            share of the shorter hidden (kernels.csv
+                                            comm_overlap); 1 = all */
     bool split_last;                     /* cut the *_LAST passes per layer */
     enum fidelity fidelity;
     enum coll_algo algo;
-    /* Compute time of an op: the efficiency model (sim.c). */
-    mp_time (*op_time)(void *ctx, double flops, double bytes, double gemm_flops,
-                       double elem_bytes);
-    void *op_ctx;
+    /* Each model layer's kernels priced on the chip, by pass, block and
+     * part (models/kernels.h; sim/train/price.c): [model layers]. */
+    const struct layer_price *price;
     /* Expert parallelism (cp->ep > 1): each MoE decoder's FFN becomes
      * [router] dispatch [shared experts ‖ dispatch] [routed experts] combine
      * (backward: gradient all-to-all, experts, gradient all-to-all, router),
@@ -98,6 +128,11 @@ struct tensor_input {
      * with TP only so); routed-expert and all-to-all segments carry
      * ep_role and take their per-microbatch durations from experts.h. */
     bool ep;
+    /* Context parallelism (context.h), NULL = none: a decoder's attention
+     * becomes [QKV projections] [the CP core: all-to-all, ring steps,
+     * all-to-all] [output projection], its other work on the rank's s/cp
+     * tokens (cp->cp of the cost params). */
+    const struct cp_plan *context;
 };
 
 /* Build every stage's passes. With tp = 1 and no split, every pass has

@@ -11,35 +11,46 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "price.h"
 #include "sim/strategy/collective.h"
+#include "sim/strategy/context.h"
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/tensor.h"
 #include "estimate.h"
 #include "sim/io/budget.h"
 #include "sim/io/units.h"
 
-/* The optimizer step streams weights, grads, master and moments in (18 B)
- * and writes weights, master and moments back (14 B); about 12 FLOPs/param. */
-#define OPTIMIZER_TRAFFIC_PER_PARAM 32.0
-#define OPTIMIZER_FLOPS_PER_PARAM 12.0
-
-void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi)
+void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi)
 {
-    int base = decoders / stages, rem = decoders % stages;
-    /* 0-based decoders before stage s, and how many it holds */
-    int first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
-    int count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    int first, count;
+    if (per_stage) {
+        /* parallel.stage_layers, in stage order */
+        first = 0;
+        for (int k = 0; k < s; k++) first += per_stage[k];
+        count = per_stage[s];
+    } else {
+        int base = decoders / stages, rem = decoders % stages;
+        /* 0-based decoders before stage s, and how many it holds */
+        first = s * base + (s >= 1 ? (s - 1 < rem ? s - 1 : rem) : 0);
+        count = base + (s >= 1 && s - 1 < rem ? 1 : 0);
+    }
     *lo = s == 0 ? 0 : 1 + first;
     *hi = s == stages - 1 ? decoders + 1 : first + count;
 }
 
-/* Compute time of one op on the simulated chip: the roofline of chip.h
- * (tensor.h's op_time callback; `gemm` sizes the op's largest GEMM). */
-static mp_time sim_op_time(void *ctx, double flops, double bytes, double gemm, double elem)
+void sim_chunk_layers(const struct pipe_program *prog, const int *device_layers, int *out)
 {
-    const struct sim *s = ctx;
-    int bits = s->cfg.model.weight_bits <= 8 ? 8 : 16;
-    return efficiency_op_time(&s->eff, &s->sys.chip, flops, bytes, gemm, elem, bits);
+    int S = prog->stages, D = prog->devices;
+    int *chunks = mp_xcalloc((size_t)D, sizeof *chunks), *seen = mp_xcalloc((size_t)D, sizeof *seen);
+    for (int st = 0; st < S; st++) chunks[prog->device_of[st]]++;
+    for (int st = 0; st < S; st++) {
+        int d = prog->device_of[st], v = chunks[d], c = seen[d]++;
+        int base = device_layers[d] / v, rem = device_layers[d] % v;
+        /* as the even split: the extra layers to chunks 1, 2, ... */
+        out[st] = base + (c >= 1 && c - 1 < rem ? 1 : 0);
+    }
+    free(chunks);
+    free(seen);
 }
 
 static struct cost_params sim_cost_params(const struct sim *s)
@@ -49,41 +60,52 @@ static struct cost_params sim_cost_params(const struct sim *s)
         .seq_len = cfg->model.seq_len, .micro_batch = cfg->training.micro_batch,
         .tp = cfg->parallel.tp, .sp = cfg->parallel.sp || cfg->parallel.tsp,
         .recompute = cfg->training.recompute, .weight_bits = cfg->model.weight_bits,
-        .activation_bits = cfg->model.activation_bits,
+        .activation_bits = cfg->model.activation_bits, .cp = cfg->parallel.cp,
+        .flash = cfg->training.attention == ATTENTION_FLASH, .no_dropout = !cfg->training.dropout,
+        .mtp = true, /* issue 15: DeepSeek's MTP modules train with the model */
     };
 }
 
-/* Price each stage from the model's layers on the chip. */
+/* Price each stage from its layers' kernels on the chip (price.c); a
+ * context-parallel decoder's attention core is context.h's, block by block
+ * (its compute pieces; tensor.c lays out its transfers). */
 static void price_transformer(struct sim *s)
 {
     int S = s->prog.stages, L = s->model.decoders;
     struct cost_params cp = sim_cost_params(s);
     for (int st = 0; st < S; st++) {
         int lo, hi;
-        sim_stage_layers(L, S, st, &lo, &hi);
+        sim_stage_layers(L, S, s->stage_decoders, st, &lo, &hi);
         struct stage_cost *c = &s->stage_cost[st];
         memset(c, 0, sizeof *c);
         c->layer_first = lo;
         c->layer_last = hi;
-        double f = 0, b = 0, w = 0;
-        for (int l = lo; l <= hi; l++) {
+    }
+    price_layers(s);
+    for (int st = 0; st < S; st++) {
+        struct stage_cost *c = &s->stage_cost[st];
+        double f = 0, b = 0, w = 0, rc = 0;
+        for (int l = c->layer_first; l <= c->layer_last; l++) {
+            const struct layer_price *lp = &s->price[l];
+            f += (double)layer_price_pass(lp, KPASS_F);
+            b += (double)layer_price_pass(lp, KPASS_B) + (double)lp->recompute;
+            w += (double)layer_price_pass(lp, KPASS_W);
+            /* The re-run forward's share of the backward, for the step
+             * accounting (tensor.c lays the same parts out). */
+            rc += (double)lp->recompute;
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
-            double tok = (double)cp.seq_len * cp.micro_batch, h = s->model.hidden;
-            double gemm = 2.0 * tok * h * (s->model.intermediate > h ? s->model.intermediate : h) / cp.tp;
-            struct cost_params none = cp;
-            none.recompute = RECOMPUTE_NONE;
-            struct layer_cost ln;
-            model_layer_cost(&s->model, l, &none, &ln);
-            double elem = s->model.layer[l].kind == LAYER_DECODER ? ln.act_bytes : 0;
-            double elem_b = cp.recompute == RECOMPUTE_FULL ? 2 * elem : elem;
-            f += (double)sim_op_time(s, lc.flops_f, lc.bytes_f, gemm, elem);
-            b += (double)sim_op_time(s, lc.flops_b + lc.flops_recompute, lc.bytes_b, gemm, elem_b);
-            w += (double)sim_op_time(s, lc.flops_w, lc.bytes_w, gemm, 0);
+            if (s->has_context && context_layer_applies(&s->context, l)) {
+                double cf = (double)context_core_time(&s->context, l, false);
+                f += cf;
+                b += (double)context_core_time(&s->context, l, true);
+                /* Recompute reruns the core, ring and all (Megatron-Core
+                 * checkpoints core attention under selective recompute). */
+                if (cp.recompute != RECOMPUTE_NONE) b += cf, rc += cf;
+            }
             if (cp.recompute == RECOMPUTE_FULL && s->model.layer[l].kind == LAYER_DECODER) {
                 /* The backward rebuilds one layer's activations at a time, as
-                 * selective recompute would keep them (attention kernels that
-                 * never hold the s² scores, i.e. flash attention). */
+                 * selective recompute would keep them. */
                 struct cost_params sel = cp;
                 sel.recompute = RECOMPUTE_SELECTIVE;
                 struct layer_cost lw;
@@ -94,11 +116,12 @@ static void price_transformer(struct sim *s)
             c->act_w_bytes += lc.act_w_bytes;
             c->send_bytes = lc.boundary_bytes; /* the last layer's output leaves */
         }
-        /* Each term is at most MP_TIME_HUGE (chip_op_time saturates); so is
-         * the sum, and check_horizon reports it before the engine runs. */
+        /* Each part is at most MP_TIME_HUGE (every kernel's time saturates);
+         * check_horizon reports a sum past it before the engine runs. */
         c->t_f = mp_time_from_ps(f);
         c->t_b = mp_time_from_ps(b);
         c->t_w = mp_time_from_ps(w);
+        c->t_rc = rc < (double)c->t_b ? mp_time_from_ps(rc) : c->t_b;
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -123,20 +146,14 @@ static void price_synthetic(struct sim *s)
     }
 }
 
-static mp_time sim_optimizer_time(void *ctx, double params)
-{
-    const struct sim *s = ctx;
-    return chip_op_time(&s->sys.chip, params * OPTIMIZER_FLOPS_PER_PARAM,
-                        params * OPTIMIZER_TRAFFIC_PER_PARAM, 16);
-}
-
 /* The tensor-parallel passes (tensor.h) when there is a TP group, or when
  * data-parallel buckets need the last backward cut per layer. */
 static void plan_tensor(struct sim *s)
 {
     const struct config *cfg = &s->cfg;
-    bool split = cfg->training.dp_overlap && cfg->parallel.dp > 1;
-    if (!s->has_model || (cfg->parallel.tp <= 1 && !split && !s->has_experts)) return;
+    bool split = cfg->training.dp_overlap && cfg->parallel.dp * cfg->parallel.cp > 1;
+    if (!s->has_model || (cfg->parallel.tp <= 1 && !split && !s->has_experts && !s->has_context))
+        return;
     int S = s->prog.stages;
     int *first = mp_xmalloc((size_t)S * sizeof *first), *last = mp_xmalloc((size_t)S * sizeof *last);
     int *lane = mp_xmalloc((size_t)S * sizeof *lane);
@@ -151,8 +168,10 @@ static void plan_tensor(struct sim *s)
         .model = &s->model, .cp = &cp, .sys = &s->sys, .chip = &s->sys.chip,
         .layer_first = first, .layer_last = last, .lane = lane, .stages = S,
         .tsp = cfg->parallel.tsp, .overlap = cfg->parallel.tp_overlap, .split_last = split,
+        .comm_overlap = cfg->parallel.tp_comm_overlap, .overlap_hidden = s->calib.comm_overlap,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
-        .op_time = sim_op_time, .op_ctx = s, .ep = s->has_experts,
+        .price = s->price, .ep = s->has_experts,
+        .context = s->has_context ? &s->context : NULL,
     };
     tensor_plan_build(&s->tensor, &in);
     s->has_tensor = true;
@@ -189,14 +208,15 @@ static int plan_experts(struct sim *s, struct mp_error *err)
     struct ep_input in = {
         .model = &s->model, .sys = &s->sys, .group = group, .ep = ep,
         .microbatches = s->res.microbatches,
-        .tokens_per_rank = (double)cfg->model.seq_len * cfg->training.micro_batch / cfg->parallel.tp,
+        .tokens_per_rank = (double)cfg->model.seq_len * cfg->training.micro_batch /
+                           ((double)cfg->parallel.tp * cfg->parallel.cp),
         .routing = cfg->experts.routing, .skew = cfg->experts.skew,
         .concentration = cfg->experts.concentration, .capacity_factor = cfg->experts.capacity_factor,
         .trace = trace, .redundant = cfg->experts.redundant, .max_nodes = cfg->experts.max_nodes,
         .a2a = cfg->experts.all_to_all, .act_bits = act,
         .dispatch_bits = cfg->experts.dispatch_bits ? cfg->experts.dispatch_bits : act,
         .weight_bits = cfg->model.weight_bits, .seed = (unsigned long)cfg->run.seed,
-        .show_ranks = cfg->experts.show_ranks, .op_time = sim_op_time, .op_ctx = s,
+        .show_ranks = cfg->experts.show_ranks, .expert_time = price_expert, .op_ctx = s,
     };
     rc = experts_plan_build(&s->experts, &in, err);
     free(group);
@@ -220,11 +240,11 @@ static int plan_experts(struct sim *s, struct mp_error *err)
 static void expert_state_memory(struct sim *s)
 {
     const struct config *cfg = &s->cfg;
-    int ep = cfg->parallel.ep, zero = cfg->training.zero;
-    double edp = (double)cfg->parallel.tp * cfg->parallel.dp / ep, full[3], dpb[3];
-    if (zero == 0 || edp >= cfg->parallel.dp) return;
+    int ep = cfg->parallel.ep, zero = cfg->training.zero, dpcp = cfg->parallel.dp * cfg->parallel.cp;
+    double edp = (double)cfg->parallel.tp * dpcp / ep, full[3], dpb[3];
+    if (zero == 0 || edp >= dpcp) return;
     dp_bytes_per_param(cfg->model.weight_bits, 0, 1, full);
-    dp_bytes_per_param(cfg->model.weight_bits, zero, cfg->parallel.dp, dpb);
+    dp_bytes_per_param(cfg->model.weight_bits, zero, dpcp, dpb);
     const struct pipe_program *prog = &s->prog;
     int S = prog->stages;
     for (int d = 0; d < prog->devices; d++) {
@@ -263,18 +283,23 @@ static void build_graph(struct sim *s, struct pipeline_plan *plan)
     }
     struct dp_input in = {
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
-        .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp, .zero = cfg->training.zero,
+        .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp * cfg->parallel.cp,
+        .cp = cfg->parallel.cp, .zero = cfg->training.zero,
         .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
+        .grad_bits = cfg->training.grad_reduce == PRECISION_BF16 ? 16 : 32,
+        .optimizer_bits = cfg->training.optimizer_state == PRECISION_BF16 ? 16 : 32,
+        .overlap_param_gather = cfg->training.overlap_param_gather,
         .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
-        .optimizer_time = sim_optimizer_time, .ctx = s,
+        .memory_time = s->has_model ? price_memory : NULL, .ctx = s,
     };
     struct dp_state dp;
     dp_init(&dp, &s->g, &in);
     plan->tensor = s->has_tensor ? &s->tensor : NULL;
     plan->on_grad = dp_on_grad;
-    plan->before_pass = cfg->training.zero >= 3 ? dp_before_pass : NULL;
+    plan->before_pass = cfg->training.zero >= 3 || dp_gathers_params_early(&dp) ? dp_before_pass
+                                                                               : NULL;
     plan->hook_ctx = &dp;
     plan->pass_extra_comm = dp_pass_buffer(&dp, 0);
     if (s->has_experts) {
@@ -303,6 +328,61 @@ static mp_time fb_time(const struct sim *s)
 static void fmt_ms(char *buf, size_t size, double ps)
 {
     snprintf(buf, size, "%.4g ms", ps / 1e9);
+}
+
+/* GPipe's and 1F1B's closed form on the stages' real times. T_d is the
+ * time stage d spends on one microbatch of its own: compute, recompute and
+ * the collectives it waits for inside its passes (TP, CP, EP; the step
+ * accounting's parts, step_split.h), and h one stage-to-stage hand-off.
+ * The first microbatch fills the pipeline and the last drains it
+ * (Σ T_d + 2(p−1)h), the other m − 1 pass at the slowest stage's pace,
+ * and the stage that finishes last (stage 0) then does its step work
+ * (exposed DP, optimizer): that is the step. Each stage waits for the
+ * others what its own parts leave of it; the mean over stages is the
+ * predicted bubble. Uniform stages, h = 0 and no step work give
+ * (p−1)/(m+p−1) again; with hops alone (teach-bubbles, hop = 1 ms) it is
+ * exact. */
+static void real_stage_form(struct sim *s)
+{
+    struct sim_result *r = &s->res;
+    int P = r->stages;
+    double m = r->microbatches, sum = 0, most = 0, rest_mean = 0, h = 0;
+    if (P < 2 || m <= 0) return;
+    for (int d = 0; d < P; d++) {
+        const mp_time *x = r->stage[d].split.part;
+        double own = (double)(x[SPLIT_COMPUTE] + x[SPLIT_RECOMPUTE] + x[SPLIT_TP] + x[SPLIT_CP] +
+                              x[SPLIT_EP]);
+        sum += own / m;
+        if (own / m > most) most = own / m;
+        rest_mean += (double)(r->step_time - x[SPLIT_BUBBLE]) / P;
+    }
+    /* h: the mean stage-to-stage transfer. */
+    int sends = 0;
+    for (int i = 0; i < s->g.n_ops; i++)
+        if (s->g.ops[i].tag == TAG_SEND && s->g.ops[i].comm == COMM_PP) {
+            h += (double)(s->e.end[i] - s->e.start[i]);
+            sends++;
+        }
+    if (sends) h /= sends;
+    const mp_time *x0 = r->stage[0].split.part;
+    double tail = (double)(x0[SPLIT_DP] + x0[SPLIT_OPTIMIZER] + x0[SPLIT_OTHER]);
+    double step = sum + (m - 1) * most + 2 * (P - 1) * h + tail;
+    r->formula_real_bubble_s = (step - rest_mean) / 1e12;
+    if (r->formula_real_bubble_s < 0) r->formula_real_bubble_s = 0;
+    double sim_s = 0;
+    for (int d = 0; d < P; d++) sim_s += mp_seconds(r->stage[d].split.part[SPLIT_BUBBLE]) / P;
+    r->formula_real_simulated_s = sim_s;
+    r->has_formula_real = true;
+    char a[32], b[32], c[32], d[32], e[32], t[32];
+    units_format_duration(mp_time_from_ps(step), a, sizeof a);
+    units_format_duration(mp_time_from_ps(most), b, sizeof b);
+    units_format_duration(mp_time_from_ps(h), c, sizeof c);
+    units_format_duration(mp_time_from_ps(tail), t, sizeof t);
+    units_format_duration(mp_time_from_ps(r->formula_real_bubble_s * 1e12), d, sizeof d);
+    units_format_duration(mp_time_from_ps(sim_s * 1e12), e, sizeof e);
+    snprintf(r->formula_real_text, sizeof r->formula_real_text,
+             "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h + step work = %s "
+             "(max T %s, h %s, step work %s), bubble %s per stage, simulated %s", a, b, c, t, d, e);
 }
 
 /* Closed forms of cases.md §3, set beside the simulated figure each one
@@ -335,6 +415,7 @@ static void textbook_formula(struct sim *s)
     const char *figure = "bubble";
     bool idle_form = false, needs_f_eq_b = false;
     if (!strcmp(name, "gpipe") || !strcmp(name, "1f1b")) {
+        real_stage_form(s);
         step = (m + p - 1) * t;
         pred = (p - 1) / (m + p - 1);
         snprintf(body, sizeof body, "(p-1)/(m+p-1) = %g/%g = %.4f", p - 1, m + p - 1, pred);
@@ -409,38 +490,13 @@ static void textbook_formula(struct sim *s)
                  hops ? (uneven ? "; hand-offs not counted" : "hand-offs not counted") : "",
                  needs_f_eq_b ? (uneven || hops ? "; the form assumes F = B" : "the form assumes F = B")
                               : "");
+    /* The real-stage form says something new only where the two part. */
+    if (!uneven && !hops) r->has_formula_real = false;
     r->has_formula = true;
     r->formula_step = mp_time_from_ps(step);
     r->formula_bubble = pred;
     r->formula_simulated = sim;
     r->formula_figure = figure;
-}
-
-/* Time the ops of `kinds` (bit mask of enum comm_kind) on a chip's comm
- * stream run while `lane`'s compute stream is idle, per kind. Ops on one
- * stream never overlap each other and run in stream order, so one sweep
- * over the compute ops (also in order) does it. */
-static void exposed_on(const struct sim *s, int lane, int chip, unsigned kinds, mp_time *out)
-{
-    const struct taskgraph *g = &s->g;
-    const struct engine *e = &s->e;
-    int cs = lane * N_STREAMS + STREAM_COMPUTE, ks = chip * N_STREAMS + STREAM_COMM;
-    int c0 = g->stream_off[cs], c1 = g->stream_off[cs + 1];
-    int k = c0;
-    for (int i = g->stream_off[ks]; i < g->stream_off[ks + 1]; i++) {
-        int id = g->stream_ops[i];
-        const struct op *o = &g->ops[id];
-        if (!(kinds & (1u << o->comm))) continue;
-        mp_time a = e->start[id], b = e->end[id], covered = 0;
-        while (k < c1 && e->end[g->stream_ops[k]] <= a) k++;
-        for (int j = k; j < c1; j++) {
-            int c = g->stream_ops[j];
-            if (e->start[c] >= b) break;
-            mp_time lo = e->start[c] > a ? e->start[c] : a, hi = e->end[c] < b ? e->end[c] : b;
-            if (hi > lo) covered += hi - lo;
-        }
-        out[o->comm] += (b - a) - covered;
-    }
 }
 
 static void fold_metrics(struct sim *s)
@@ -469,7 +525,6 @@ static void fold_metrics(struct sim *s)
         if (st->first_start < 0 || e->start[i] < st->first_start) st->first_start = e->start[i];
         if (e->end[i] > st->last_end) st->last_end = e->end[i];
     }
-    double busy = 0;
     r->max_span = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
@@ -479,25 +534,27 @@ static void fold_metrics(struct sim *s)
         memcpy(st->mem, m->at_peak, sizeof st->mem);
         double unit = s->stage_cost[0].act_bytes;
         st->peak_act_units = unit > 0 ? (int)llround(m->at_peak[MEM_ACTIVATIONS] / unit) : 0;
-        busy += (double)st->busy;
         mp_time span = st->last_end - st->first_start;
         if (span > r->max_span) r->max_span = span;
     }
     free(device_of_chip);
-    /* TP and PP ride on the lane's comm stream; DP on TP rank 1's when
-     * there is one (data_parallel.h). */
-    int tp = s->cfg.parallel.tp;
+    /* Where each picosecond went (step_split.h); exposed communication and
+     * the pipeline bubble are its parts. */
+    step_split_fold(s);
+    double bubble = 0;
     for (int d = 0; d < P; d++) {
         struct stage_report *st = &r->stage[d];
-        int lane = st->chip;
-        unsigned own = (1u << COMM_TP) | (1u << COMM_PP) | (1u << COMM_EP);
-        if (tp > 1) exposed_on(s, lane, lane + 1, 1u << COMM_DP, st->exposed_comm);
-        else own |= 1u << COMM_DP;
-        exposed_on(s, lane, lane, own, st->exposed_comm);
-        for (int k = 0; k < N_COMM_KINDS; k++) r->exposed_comm_s[k] += mp_seconds(st->exposed_comm[k]) / P;
+        for (int k = 0; k < N_COMM_KINDS; k++) {
+            st->exposed_comm[k] = k == COMM_NONE ? 0 : st->split.part[step_split_of_comm(k)];
+            r->exposed_comm_s[k] = k == COMM_NONE ? 0 : mp_seconds(r->split.part[step_split_of_comm(k)]);
+        }
+        bubble += (double)st->split.part[SPLIT_BUBBLE];
     }
-    r->bubble = r->step_time > 0 ? 1.0 - busy / ((double)P * (double)r->step_time) : 0;
-    r->bubble_span = r->max_span > 0 ? 1.0 - busy / ((double)P * (double)r->max_span) : 0;
+    r->bubble = r->step_time > 0 ? bubble / ((double)P * (double)r->step_time) : 0;
+    /* Over the largest span: each stage's idle outside a window of that
+     * length is bubble (the stage has no op there), so it comes off. */
+    double inside = bubble - (double)P * (double)(r->step_time - r->max_span);
+    r->bubble_span = r->max_span > 0 && inside > 0 ? inside / ((double)P * (double)r->max_span) : 0;
 
     const struct config *cfg = &s->cfg;
     double seconds = mp_seconds(r->step_time);
@@ -509,7 +566,9 @@ static void fold_metrics(struct sim *s)
         struct cost_params cp = { .seq_len = cfg->model.seq_len, .micro_batch = 1, .tp = 1,
                                   .recompute = cfg->training.recompute,
                                   .weight_bits = cfg->model.weight_bits,
-                                  .activation_bits = cfg->model.activation_bits };
+                                  .activation_bits = cfg->model.activation_bits,
+                                  .flash = cfg->training.attention == ATTENTION_FLASH,
+                                  .mtp = true };
         double extra = 0;
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
@@ -517,8 +576,7 @@ static void fold_metrics(struct sim *s)
             extra += lc.flops_recompute;
         }
         r->hardware_flops = r->model_flops + extra * sequences;
-        double peak = cfg->model.weight_bits <= 8 && s->sys.chip.peak_fp8 > 0
-                          ? s->sys.chip.peak_fp8 : s->sys.chip.peak_bf16;
+        double peak = cfg->model.compute_bits == 8 ? s->sys.chip.peak_fp8 : s->sys.chip.peak_bf16;
         double denom = (double)r->n_chips * peak * seconds;
         r->mfu = denom > 0 ? r->model_flops / denom : 0;
         r->hfu = denom > 0 ? r->hardware_flops / denom : 0;
@@ -700,26 +758,74 @@ static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
     return rc;
 }
 
+/* parallel.stage_layers against the model (config_check has checked its
+ * length against parallel.pp). */
+static int check_stage_layers(const struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    const struct config_int_list *sl = &cfg->parallel.stage_layers;
+    if (!sl->n) return MP_OK;
+    const char *p = cfg->path, *sep = cfg->path[0] ? ": " : "";
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.stage_layers: a synthetic model has "
+                       "no layers to place; expected 'even' (its times are per stage)", p, sep);
+    long long sum = 0;
+    for (int i = 0; i < sl->n; i++) sum += sl->v[i];
+    if (sum != s->model.decoders)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.stage_layers adds up to %lld decoder "
+                       "layers, but model %s has %d: expected entries summing to %d", p, sep, sum,
+                       s->model.name, s->model.decoders, s->model.decoders);
+    return MP_OK;
+}
+
+/* Context parallelism's plan (context.h), once the lanes are known. */
+static int plan_context(struct sim *s, struct mp_error *err)
+{
+    const struct config *cfg = &s->cfg;
+    if (cfg->parallel.cp <= 1) return MP_OK;
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s%skey parallel.cp = %d: expected 1 for a synthetic "
+                       "model (it has no sequence to split)", cfg->path, cfg->path[0] ? ": " : "",
+                       cfg->parallel.cp);
+    int S = s->prog.stages;
+    int *lane = mp_xmalloc((size_t)S * sizeof *lane);
+    for (int st = 0; st < S; st++) lane[st] = s->chip_of_device[s->prog.device_of[st]];
+    struct cost_params cp = sim_cost_params(s);
+    struct cp_input in = { .model = &s->model, .sys = &s->sys, .cp = &cp,
+                           .kind = cfg->parallel.cp_kind, .ulysses = cfg->parallel.cp_ulysses,
+                           .lane = lane, .stages = S, .calib = &s->calib };
+    int rc = context_plan_build(&s->context, &in, err);
+    free(lane);
+    if (rc) {
+        if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
+            char msg[sizeof err->msg];
+            memcpy(msg, err->msg, sizeof msg);
+            mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
+        }
+        return rc;
+    }
+    s->has_context = true;
+    return MP_OK;
+}
+
 static int load_inputs(struct sim *s, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
     char path[1024];
     int rc;
     if (cfg->model.kind == MODEL_TRANSFORMER) {
-        if ((rc = config_resolve_key(cfg, "model.config", "models", ".json", path, sizeof path, err)))
-            return rc;
-        if ((rc = model_load(&s->model, path, err))) return rc;
+        if ((rc = model_load_config(&s->model, cfg, err))) return rc;
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
     if ((rc = config_resolve_key(cfg, "hardware.system", "hardware/systems", ".ini", path,
                              sizeof path, err)))
         return rc;
-    int chips = cfg->parallel.tp * cfg->parallel.pp * cfg->parallel.dp;
+    int chips = (int)config_chips(cfg);
     /* The links are laid out in sim_run, once the work budget allows them. */
     if ((rc = system_plan(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
-    if ((rc = efficiency_load_default(&s->eff, s->sys.chip.name, err))) return rc;
+    if (s->has_model && (rc = price_load(s, err))) return rc;
     return MP_OK;
 }
 
@@ -731,12 +837,13 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->res.feasible = true;
+    s->want_breakdown = opts->breakdown;
     double t0 = mp_wall_seconds();
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
     if ((rc = load_inputs(s, err))) return rc;
 
-    int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
+    int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp, cpd = cfg->parallel.cp;
     if (s->has_model) {
         char where[CONFIG_STR + 128];
         config_where(cfg, "parallel.tp", where, sizeof where);
@@ -751,10 +858,13 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
                        pp, cfg->parallel.vpp, s->model.decoders);
+    if ((rc = check_stage_layers(s, err))) return rc;
+    const struct config_int_list *sl = &cfg->parallel.stage_layers;
     struct pipe_shape shape = {
         .devices = pp, .microbatches = config_microbatches(cfg), .chunks = cfg->parallel.vpp,
         .layers = s->has_model ? s->model.decoders : 0,
         .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
+        .device_layers = sl->n ? sl->v : NULL,
     };
     if (!s->has_model)
         zb_shape_times(&shape, (double)cfg->synthetic.forward,
@@ -770,8 +880,17 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         return schedule_failed(s, rc, err);
     }
 
-    s->res.n_chips = tp * pp * dp;
+    s->res.n_chips = tp * cpd * pp * dp;
     s->res.microbatches = shape.microbatches;
+    /* Megatron-Core's order tp-cp-ep-dp-pp: TP ranks fastest, then CP, then
+     * DP replicas, then stages (context.h). */
+    s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
+    for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * cpd * dp;
+    if (sl->n) {
+        s->stage_decoders = mp_xmalloc((size_t)s->prog.stages * sizeof *s->stage_decoders);
+        sim_chunk_layers(&s->prog, sl->v, s->stage_decoders);
+    }
+    if ((rc = plan_context(s, err))) return rc;
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
     if (zb_needs_prices(s)) {
@@ -794,10 +913,6 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
         return rc;
     }
-    /* Megatron's layout: TP ranks fastest, then DP replicas, then stages. */
-    s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
-    for (int d = 0; d < pp; d++) s->chip_of_device[d] = d * tp * dp;
-
     tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
     s->has_graph = true;
     s->g.max_ops = op_cap(s, opts);
@@ -816,6 +931,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
+    s->e.record_released = opts->record_released;
     rc = engine_run(&s->e, err);
     if (rc) {
         s->res.feasible = false;
@@ -841,6 +957,9 @@ void sim_release(struct sim *s)
     chip_catalog_release(&s->catalog);
     if (s->has_tensor) tensor_plan_release(&s->tensor);
     if (s->has_experts) experts_plan_release(&s->experts);
+    price_release(s);
+    if (s->has_context) context_plan_release(&s->context);
+    free(s->stage_decoders);
     free(s->stage_cost);
     free(s->chip_of_device);
     free(s->res.stage);

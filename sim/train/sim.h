@@ -4,7 +4,8 @@
  *
  * Metrics follow DESIGN.md §3: step_time is the makespan of one training
  * step (first op start to last op end, gradient sync and optimizer included);
- * bubble = 1 − Σ busy compute over pipeline stages / (stages × makespan). */
+ * the step accounting (step_split.h) says where each picosecond of it went,
+ * and bubble is its pipeline-bubble part over stages × makespan. */
 #ifndef MPSIM_SIM_H
 #define MPSIM_SIM_H
 
@@ -12,9 +13,11 @@
 #include <stdio.h>
 
 #include "hardware/chip.h"
+#include "sim/strategy/context.h"
 #include "sim/io/config.h"
 #include "cost.h"
-#include "hardware/efficiency.h"
+#include "hardware/calib.h"
+#include "models/kernels.h"
 #include "sim/engine/engine.h"
 #include "sim/strategy/experts.h"
 #include "models/model.h"
@@ -23,6 +26,7 @@
 #include "hardware/system.h"
 #include "sim/engine/taskgraph.h"
 #include "sim/strategy/tensor.h"
+#include "step_split.h"
 
 struct stage_report {
     int index;              /* pipeline device 0..pp-1 */
@@ -32,22 +36,41 @@ struct stage_report {
     double peak_mem;        /* bytes */
     double mem[N_MEM_CATS]; /* breakdown at the peak */
     int peak_act_units;     /* peak activations ÷ M_B of one stage, rounded (synthetic) */
-    /* Communication of each kind (enum comm_kind: tp, pp, dp) running while
-     * the stage's compute stream is idle: time it adds to the step. */
+    /* Communication of each kind (enum comm_kind) the stage's compute
+     * stream waited for: the split's exposed_* parts (step_split.h). */
     mp_time exposed_comm[N_COMM_KINDS];
+    struct step_split split; /* the stage's step accounting, sums to step_time */
+};
+
+/* Where one stage pass's time goes (`mpsim run --breakdown`): seconds of
+ * one microbatch by kernel class (calib.h: gemm, attention, memory,
+ * launch) and, per class, the calibration row that priced its largest
+ * kernel. BD_RECOMPUTE is what the backward re-runs first. */
+enum { BD_F, BD_B, BD_W, BD_RECOMPUTE, N_BD };
+struct time_breakdown {
+    double s[N_CT];
+    int row[N_CT];      /* index into sim.calib.rows, -1 none */
+    double top[N_CT];   /* that kernel's seconds */
+    int kernels;
 };
 
 struct sim_result {
     bool feasible;
     char infeasible_reason[1024];
     mp_time step_time;
-    double bubble;          /* over the makespan */
-    double bubble_span;     /* over the largest stage span (zero-bubble papers' rate) */
+    /* The pipeline bubble only (step_split.h): Σ stages' bubble / (stages ×
+     * makespan); and over the largest stage span (zero-bubble papers' rate):
+     * (Σ bubble − stages × (makespan − span)) / (stages × span). */
+    double bubble;
+    double bubble_span;
     mp_time max_span;
-    double mfu, hfu;        /* 0 when the model has no FLOP count (synthetic) */
+    double mfu, hfu;        /* 0 when the model has no FLOP count (synthetic; JSON null) */
     /* Exposed communication per kind (enum comm_kind), the mean over stages
      * of stage_report.exposed_comm, in seconds. */
     double exposed_comm_s[N_COMM_KINDS];
+    /* The step accounting, mean over stages, summing exactly to step_time
+     * (step_split.h); per stage in stage[].split. */
+    struct step_split split;
     double model_flops, hardware_flops;
     double tokens_per_s;
     uint64_t events;
@@ -67,6 +90,12 @@ struct sim_result {
     double formula_simulated;  /* the simulated value of formula_figure */
     const char *formula_figure;
     char formula_text[512];
+    /* GPipe and 1F1B: the same form on the stages' real times (sim.c's
+     * real_stage_form): predicted and simulated bubble in seconds, mean per
+     * stage, and the comparison in words. */
+    bool has_formula_real;
+    double formula_real_bubble_s, formula_real_simulated_s;
+    char formula_real_text[320];
     /* Money and chip time (cost.h): per step, per million tokens, and for
      * the token budget of sim_options (1T tokens by default). */
     struct cost cost;
@@ -79,7 +108,15 @@ struct sim {
     struct chip_catalog catalog;
     struct system sys;
     bool has_system;
-    struct efficiency eff;          /* op efficiency by shape (hardware/efficiency.csv) */
+    struct calib calib;             /* kernel calibration rows of the chip (hardware/kernels.csv) */
+    bool has_calib;
+    struct kernel_params kp;        /* kernel shapes of the scenario (price.c) */
+    struct layer_price *price;      /* [model.n_layers]: each layer's kernels priced */
+    struct time_breakdown *layer_bd;/* [model.n_layers × N_BD] */
+    struct time_breakdown *stage_bd;/* [prog.stages × N_BD] */
+    struct kernel_list kl;          /* scratch kernel list */
+    struct price_memo *expert_memo; /* routed-expert times by token count (price.c) */
+    bool want_breakdown;            /* sim_options.breakdown */
     struct pipe_program prog;
     bool has_prog;
     struct stage_cost *stage_cost;  /* [prog.stages] */
@@ -88,6 +125,9 @@ struct sim {
     bool has_tensor;
     struct ep_plan experts;         /* MoE routing and EP all-to-alls (experts.h) */
     bool has_experts;
+    struct cp_plan context;         /* context parallelism (context.h) */
+    bool has_context;
+    int *stage_decoders;            /* [prog.stages]: parallel.stage_layers per stage, or NULL */
     struct taskgraph g;
     struct engine e;
     bool has_graph;
@@ -96,6 +136,7 @@ struct sim {
 
 struct sim_options {
     bool record_memory; /* keep every memory change (timeline, trace, viewer) */
+    bool record_released; /* keep which op released each op (engine.released_by: timeline, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
     /* Issue 16: past the work budget (sim/io/budget.h) sim_run stops with
@@ -103,6 +144,7 @@ struct sim_options {
      * `force`; `budget_events` > 0 sets a smaller one (the value fuzzer). */
     bool force;
     double budget_events;
+    bool breakdown;     /* keep and report where each stage pass's time goes */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,
@@ -116,10 +158,18 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 void sim_release(struct sim *s);
 
 /* The layers pipeline stage `s` of `stages` holds, as indices into
- * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head):
- * every stage gets decoders / stages, the remainder goes one each to stages
- * 1, 2, ... (stage 0 already holds the embedding) and the last stage holds
- * the head. search.c's memory bound uses the same split as the run. */
-void sim_stage_layers(int decoders, int stages, int s, int *lo, int *hi);
+ * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head).
+ * With `per_stage` NULL every stage gets decoders / stages, the remainder
+ * goes one each to stages 1, 2, ... (stage 0 already holds the embedding);
+ * else stage k holds per_stage[k] decoders (parallel.stage_layers, summing
+ * to `decoders`). The last stage holds the head. search.c's memory bound
+ * uses the same split as the run. */
+void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi);
+
+/* parallel.stage_layers (decoders per pipeline device) over a program's
+ * stages: a device's chunks, in stage order, share its layers as evenly as
+ * possible, the extra ones going to its chunks 1, 2, ... as in the even
+ * split (interleaved: 7 over 2 chunks is 3 then 4). out[prog->stages]. */
+void sim_chunk_layers(const struct pipe_program *prog, const int *device_layers, int *out);
 
 #endif

@@ -1,0 +1,22 @@
+torchrun --nnodes 128 --nproc_per_node 8 pretrain_gpt.py \
+    --tensor-model-parallel-size 8 \
+    --pipeline-model-parallel-size 16 \
+    --num-layers 96 \
+    --hidden-size 12288 \
+    --num-attention-heads 96 \
+    --seq-length 2048 \
+    --max-position-embeddings 2048 \
+    --micro-batch-size 1 \
+    --global-batch-size 1536 \
+    --train-iters 500000 \
+    --lr 6.0e-5 --min-lr 6.0e-6 --lr-decay-style cosine \
+    --weight-decay 0.1 --clip-grad 1.0 \
+    --adam-beta1 0.9 --adam-beta2 0.95 \
+    --init-method-std 0.006 \
+    --tokenizer-type GPT2BPETokenizer \
+    --vocab-file gpt2-vocab.json --merge-file gpt2-merges.txt \
+    --data-path my-gpt3_00_text_document \
+    --recompute-granularity full --recompute-method uniform \
+    --overlap-grad-reduce \
+    --bf16 \
+    --log-interval 100 --save-interval 10000 --eval-interval 1000 --eval-iters 10
