@@ -15,6 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hardware/calib.h"
+#include "hardware/chip.h"
 #include "sim/common.h"
 #include "sim/explore/sweep.h"
 #include "sim/io/config.h"
@@ -300,6 +302,77 @@ START_TEST(quote_for_messages)
 }
 END_TEST
 
+/* The kernel calibration table (hardware/kernels.csv, branch kernels) reads
+ * through the same reader: the shipped table with a BOM and CRLF line ends
+ * gives the same figures; a NUL, a quote never closed and a line break in a
+ * value are one-line errors naming the file and the line. */
+static int calib_of(const char *text, size_t len, struct calib *c, struct mp_error *err)
+{
+    struct chip_catalog cat;
+    ck_assert_int_eq(chip_catalog_load_default(&cat, err), MP_OK);
+    const struct chip *a100 = chip_catalog_find(&cat, "a100-sxm");
+    ck_assert_ptr_nonnull(a100);
+    const char *path = mp_test_tmpfile(".csv", "");
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    fwrite(text, 1, len, f);
+    fclose(f);
+    int rc = calib_load(c, path, a100, err);
+    chip_catalog_release(&cat);
+    return rc;
+}
+
+START_TEST(calibration_table_through_the_reader)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/kernels.csv", mp_data_dir());
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t cap = 1 << 22, n = 0;
+    char *orig = malloc(cap), *crlf = malloc(2 * cap + 3);
+    n = fread(orig, 1, cap, f);
+    fclose(f);
+    ck_assert(n > 0 && n < cap);
+    size_t m = 0;
+    memcpy(crlf, "\xEF\xBB\xBF", 3), m = 3;
+    for (size_t i = 0; i < n; i++) {
+        if (orig[i] == '\n') crlf[m++] = '\r';
+        crlf[m++] = orig[i];
+    }
+    struct mp_error err = { 0 };
+    struct calib a, b;
+    ck_assert_msg(calib_of(orig, n, &a, &err) == MP_OK, "%s", err.msg);
+    ck_assert_msg(calib_of(crlf, m, &b, &err) == MP_OK, "%s", err.msg);
+    ck_assert_int_eq(a.n_rows, b.n_rows);
+    ck_assert(a.units == b.units && a.gemm_eff[0] == b.gemm_eff[0] && a.launch_s == b.launch_s);
+    ck_assert(a.n_rows > 0);
+    calib_release(&a);
+    calib_release(&b);
+
+    /* Damage on line 3 of the shipped table's first lines. */
+    const char *head = "chip,kernel,dtype,head_dim,causal,seq_len,value,source\n"
+                       "a100-sxm,memory,-,-,-,-,0.8,src\n";
+    static const struct { const char *text; size_t len; const char *want; } bad[] = {
+        { TEXT("a100-sxm,units,-,-,-,-,1\0008,src\n"), "column 25" }, /* a NUL after 24 bytes */
+        { TEXT("a100-sxm,units,-,-,-,-,108,\"src\n"), ":3:" },        /* never closed */
+        { TEXT("a100-sxm,units,-,-,-,-,\"10\n8\",src\n"), "\\n" },  /* shown as \n */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char text[512];
+        size_t hl = strlen(head);
+        memcpy(text, head, hl);
+        memcpy(text + hl, bad[i].text, bad[i].len);
+        struct calib c;
+        ck_assert_int_eq(calib_of(text, hl + bad[i].len, &c, &err), MP_ERR_INPUT);
+        ck_assert_msg(strstr(err.msg, bad[i].want), "case %zu: %s", i, err.msg);
+        ck_assert_msg(strstr(err.msg, ".csv"), "case %zu: %s", i, err.msg);
+        ck_assert_msg(!strchr(err.msg, '\n'), "case %zu: two lines: %s", i, err.msg);
+    }
+    free(orig);
+    free(crlf);
+}
+END_TEST
+
 static Suite *csv_reader_suite(void)
 {
     Suite *s = suite_create("csv_reader");
@@ -312,6 +385,7 @@ static Suite *csv_reader_suite(void)
     tcase_add_test(tc, resume_torn_and_damaged);
     tcase_add_test(tc, messages_name_file_line_key);
     tcase_add_test(tc, quote_for_messages);
+    tcase_add_test(tc, calibration_table_through_the_reader);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -106,5 +106,17 @@ expect 2 "got '4\\n5'" -- run $S --set "parallel.pp=4
 printf '' >"$T/empty.ini"
 expect 2 "empty scenario" -- run "$T/empty.ini"
 
+# Readers and runs main added (merged after branch hostile began):
+# a device_map generate() is weighed before it runs (2,000,000 forwards of
+# 32 module units, recorded: ~2 rows a unit each at 160 bytes = 19 GiB);
+# --model-out may not replace the ds_config it is imported from (the kernel
+# calibration table's reader: check_csv_reader.c).
+D="run scenarios/devmap-llama3-8b-2x3060.ini --set model.config=qwen2.5-1.5b-instruct --set hardware.system=dgx-h100 --set device_map.max_memory=auto --set inference.prompt_len=16 --set inference.output_len=2000000"
+expect 2 "a device_map generate() of 16 + 2000000 tokens" -- $D --timeline "$T/dm.csv"
+[ ! -e "$T/dm.csv" ] && ok || bad "a refused device_map run left its timeline"
+printf '{"train_batch_size": 8}\n' >"$T/ds.json"
+expect 2 "names the input" -- import deepspeed "$T/ds.json" --model-out "$T/ds.json"
+grep -q train_batch_size "$T/ds.json" && ok || bad "--model-out replaced its ds_config"
+
 echo "cli_hostile: $pass passed, $fail failed"
 [ $fail -eq 0 ]

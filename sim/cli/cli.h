@@ -34,7 +34,8 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
 /* cli_device_map.c (branch devmap): `mpsim plan --device-map ...`, and `mpsim
  * run` on a scenario with device_map.policy set. */
 int cli_plan_device_map(int argc, char **argv);
-int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace);
+int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace,
+                   bool force);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);

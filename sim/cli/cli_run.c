@@ -85,7 +85,7 @@ int cli_run(int argc, char **argv)
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
     /* [device_map] policy: generate the way Accelerate runs the placement. */
-    if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace);
+    if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace, force);
     /* An [inference] section (or any inference.* key) asks for serving. */
     if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace, detail, force);
 

@@ -13,10 +13,14 @@ static struct model m;
 static struct system sys;
 static bool ready;
 
-static mp_time op_time(void *ctx, double flops, double bytes, double gemm, double elem)
+/* One routed expert's kernels for `tokens` tokens: its gate/up and down
+ * GEMMs at the chip's peak (price.c prices them kernel by kernel; the
+ * reader, not the price, is under test here). */
+static mp_time expert_time(void *ctx, double tokens, int pass)
 {
-    (void)ctx, (void)gemm, (void)elem;
-    return chip_op_time(&sys.chip, flops, bytes, 16);
+    (void)ctx, (void)pass;
+    double flops = 6.0 * tokens * m.hidden * m.moe_intermediate;
+    return chip_op_time(&sys.chip, flops, 0, 16);
 }
 
 static void setup(void)
@@ -39,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .model = &m, .sys = &sys, .group = group, .ep = 2, .microbatches = 2,
         .tokens_per_rank = 512, .routing = EP_TRACE, .trace = fuzz_file(data, size, ".csv"),
         .a2a = EP_A2A_AUTO, .act_bits = 16, .dispatch_bits = 16, .weight_bits = 16, .seed = 1,
-        .op_time = op_time,
+        .expert_time = expert_time,
     };
     struct ep_plan p;
     struct mp_error err = { 0 };

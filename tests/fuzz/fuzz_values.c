@@ -22,6 +22,7 @@
 
 #include "fuzz.h"
 #include "sim/io/config.h"
+#include "sim/serve/accel.h"
 #include "sim/serve/plan.h"
 #include "sim/serve/serve.h"
 #include "sim/strategy/schedule.h"
@@ -54,10 +55,25 @@ static double spread(struct bytes *b, double lo, double hi)
 }
 
 static const char *const models[] = { "llama3-8b", "mixtral-8x7b", "deepseek-v3", "gpt3-175b",
-                                      "llama3-70b", "kimi-k3", "no-such-model" };
+                                      "llama3-70b", "kimi-k3", "no-such-model",
+                                      /* the architecture table's kinds (branch models):
+                                       * sliding, linear, Mamba-2, MLA, gated, MoE */
+                                      "gemma3-27b", "qwen3-next-80b-a3b", "nemotron-h-8b",
+                                      "jamba-v0.1", "minimax-text-01", "gpt-oss-120b",
+                                      "qwen2.5-1.5b-instruct", "mistral-7b" };
 static const char *const systems[] = { "textbook", "dgx-h100", "dgx-a100", "mi300x-node",
                                        "tpu-v5p", "cerebras-cs3", "gb200-nvl72", "ring",
-                                       "dgx-h800", "no-such-system" };
+                                       "dgx-h800", "no-such-system",
+                                       /* with a [host] tier (branch devmap) */
+                                       "desktop-2x3060", "laptop-4090",
+                                       "workstation-4x6000ada" };
+/* model.family: rows of the architecture table, a wrong case, none such. */
+static const char *const families[] = { "auto", "llama", "mixtral", "deepseek_v3", "qwen3_next",
+                                        "nemotron_h", "gemma3_text", "LLAMA", "no_such" };
+/* device_map.max_memory: Accelerate's dict, edges included. */
+static const char *const max_memories[] = { "auto", "0=10GiB,cpu=64GiB", "0=1B", "0=0,1=0",
+                                            "0=10GiB,1=10GiB,cpu=64GiB,disk=1TB",
+                                            "cpu=64GiB", "7=1GiB", "0=1024PiB", "0=10GiB,0=1GiB" };
 static const char *const odd_schedules[] = { "GPIPE", "1F1B", "zb", "" };
 
 static char trace_dir[256];
@@ -133,6 +149,19 @@ static const char *choose(struct bytes *b, const struct config_key *k, char *buf
         snprintf(buf, size, "%.*s", (int)strcspn(c, "|"), c);
         return buf;
     }
+    case CONFIG_INT_LIST: {
+        /* parallel.stage_layers: "even", or 1 to 16 counts from 0 to the
+         * key's maximum (a few small, a few huge). */
+        if (pick == 0) return "even";
+        int n = 1 + (int)(take(b, 1) % 16), len = 0;
+        buf[0] = '\0';
+        for (int i = 0; i < n && len < (int)size - 16; i++) {
+            unsigned c = (unsigned)take(b, 1);
+            double v = c < 200 ? 1 + c % 12 : c < 250 ? spread(b, 1, k->max) : c % 2 ? 0 : k->max;
+            len += snprintf(buf + len, size - (size_t)len, "%s%.0f", i ? "," : "", v);
+        }
+        return buf;
+    }
     case CONFIG_MEM_AMOUNT:
         if (pick < 4) snprintf(buf, size, "%.6g", spread(b, 1e-3, k->max));
         else snprintf(buf, size, "%.6gB", spread(b, 1, 0x1p60));
@@ -148,6 +177,10 @@ static const char *choose(struct bytes *b, const struct config_key *k, char *buf
             unsigned i = (unsigned)take(b, 1) % (unsigned)(n + 4);
             return i < (unsigned)n ? schedule_kinds[i]->name : odd_schedules[i - n];
         }
+        if (!strcmp(k->name, "model.family"))
+            return families[take(b, 1) % (sizeof families / sizeof *families)];
+        if (!strcmp(k->name, "device_map.max_memory"))
+            return max_memories[take(b, 1) % (sizeof max_memories / sizeof *max_memories)];
         if (!strcmp(k->name, "experts.trace")) {
             snprintf(buf, size, pick & 1 ? "%s/loads.csv" : "%s/missing.csv", trace_dir);
             return buf;
@@ -209,7 +242,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *null = fopen("/dev/null", "w");
     if (!null) abort();
     struct mp_error err = { 0 };
-    if (cfg.inference.present) {
+    if (cfg.device_map.policy != DEVMAP_NONE) {
+        /* As `mpsim run` does: a device map generates the way Accelerate
+         * runs it (sim/serve/accel.h), whatever else the scenario says. */
+        struct accel_setup a;
+        int rc = accel_setup(&a, &cfg, NULL, &err);
+        one_line(rc, &err);
+        a.budget_events = FUZZ_BUDGET_EVENTS;
+        struct accel_report rep = { 0 };
+        if (rc == MP_OK) {
+            rc = accel_generate_recorded(&rep, &a, mode & 4, &err);
+            one_line(rc, &err);
+        }
+        if (rc == MP_OK) {
+            accel_report_text(null, &a, &rep);
+            accel_report_json(null, &a, &rep);
+            if (mode & 4) {
+                accel_timeline_csv(null, &a, &rep);
+                accel_chrome_trace(null, &a, &rep);
+            }
+        }
+        accel_report_release(&rep);
+        accel_setup_release(&a);
+    } else if (cfg.inference.present) {
         struct serve s;
         struct serve_options o = { .record = mode & 4, .budget_events = FUZZ_BUDGET_EVENTS };
         int rc = serve_run_opts(&s, &cfg, &o, &err);
