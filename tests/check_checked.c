@@ -212,6 +212,37 @@ START_TEST(estimate_matches_count)
 }
 END_TEST
 
+/* Context parallelism (branch context) in the estimate, by hand: llama3-8b
+ * (32 attention layers), one stage, one microbatch of 1F1B: 2 ops (F, BW).
+ * A ring of 4 cuts each layer's forward core into 4 steps and 3 K/V
+ * transfers plus the projections either side (2): 9 pieces; the backward 4
+ * steps, 4 transfers (the last dK/dV home) and 2: 10. 2 + 32 × 19 = 610
+ * (the graph counts 619). Ulysses over 4 (a ring of r = 1): forward 1 step,
+ * 2 all-to-alls and 2 = 5; backward 1 step, r = 1 transfer counted (the
+ * graph has none: nothing goes home on a ring of one), 2 all-to-alls and 2
+ * = 6: 2 + 32 × 11 = 354 (the graph counts 331). The run does not
+ * fit the textbook chip's memory (exit 3), but its graph is built. */
+START_TEST(estimate_counts_context_parallel)
+{
+    static const struct { const char *kind; double est; int lo, hi; } cases[] = {
+        { "parallel.cp_kind=ring", 610, 560, 660 },
+        { "parallel.cp_kind=ulysses", 354, 300, 360 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *sets[] = { cases[i].kind, NULL };
+        struct sim s;
+        struct mp_error err = { 0 };
+        int rc = run("[model]\nconfig = llama3-8b\nseq_len = 4096\n[parallel]\ncp = 4\n"
+                     "[training]\nglobal_batch = 1\n", sets, NULL, &err, &s);
+        ck_assert_msg(rc == MP_OK || rc == MP_ERR_INFEASIBLE, "%s", err.msg);
+        ck_assert_double_eq(sim_events_estimate(&s.cfg, &s.model, &s.sys), cases[i].est);
+        ck_assert_msg(s.g.n_ops >= cases[i].lo && s.g.n_ops <= cases[i].hi, "%s: %d ops",
+                      cases[i].kind, s.g.n_ops);
+        sim_release(&s);
+    }
+}
+END_TEST
+
 /* With a budget of 1000 events, 1F1B on 4 stages and 400 microbatches
  * (estimated 4 × 400 × 2 + 2 × 3 × 400 = 5600) stops before the schedule is
  * built; forced, it runs and counts exactly 5600. */
@@ -369,6 +400,7 @@ static Suite *checked_suite(void)
     tcase_add_test(tc, slow_link_names_its_inputs);
     tcase_add_test(tc, budget_message_and_force);
     tcase_add_test(tc, estimate_matches_count);
+    tcase_add_test(tc, estimate_counts_context_parallel);
     tcase_add_test(tc, budget_refuses_before_building);
     tcase_add_test(tc, graph_cap_counts_without_keeping);
     tcase_add_test(tc, deep_pipelines_are_linear);

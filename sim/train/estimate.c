@@ -15,6 +15,13 @@
  *            compute pieces around them (dense layers' pieces merge);
  *   detailed at run.fidelity = detailed each collective is its transfers:
  *            a ring over n chips is about 2n(n − 1) of them;
+ *   CP       (branch context, context.c) every attention layer's core is
+ *            cut into pieces: a ring of r ranks is r attention steps and
+ *            r − 1 K/V transfers forward, r steps and r transfers (the
+ *            dK/dV going home) backward, Ulysses adds two all-to-alls each
+ *            way; the projections either side become pieces of their own
+ *            (2 a pass), and recompute runs the forward core again; at
+ *            detailed fidelity each rank's transfer is an op;
  *   ZeRO-3   a weight all-gather before every F and B pass (dp > 1);
  *   step     per device the DP buckets and the optimizer: a few, ignored.
  * The estimate is meant to be within a factor of about two; the graph's own
@@ -62,6 +69,27 @@ double sim_events_estimate(const struct config *cfg, const struct model *m,
         if (ep) comm += 6 * moe;
         per_stage_mb = compute + comm * coll_events(cfg, sys, tp);
         if (per_stage_mb < passes) per_stage_mb = passes;
+    }
+    int cp = cfg->parallel.cp;
+    if (m && cp > 1) {
+        /* Hybrid with the degree left to context.c: counted as a ring of
+         * every rank (the most pieces). */
+        int u = cfg->parallel.cp_kind == CP_ULYSSES ? cp
+                : cfg->parallel.cp_kind == CP_HYBRID && cfg->parallel.cp_ulysses > 0
+                    ? cfg->parallel.cp_ulysses : 1;
+        double r = cp / u, attn = 0;
+        for (int l = 0; l < m->n_layers; l++)
+            attn += m->layer[l].kind == LAYER_DECODER &&
+                    (m->layer[l].mixer == MIXER_ATTENTION || m->layer[l].mixer == MIXER_MLA);
+        attn /= stages;
+        /* At detailed fidelity every rank's transfer is an op: a ring step
+         * is r sends, an all-to-all u(u − 1); at fast, one op each. */
+        bool det = cfg->run.fidelity == FIDELITY_DETAILED;
+        double step = det ? r : 1, a2a = u > 1 ? 2 * (det ? u * (u - 1.0) : 1) : 0;
+        double fwd = r + (r - 1) * step + a2a + 2;
+        double bwd = r + r * step + a2a + 2;
+        if (cfg->training.recompute != RECOMPUTE_NONE) bwd += fwd;
+        per_stage_mb += attn * (fwd + bwd);
     }
     if (m && cfg->training.zero >= 3 && dp > 1)
         per_stage_mb += 2 * coll_events(cfg, sys, dp) + 4; /* gathers and their buffers */
