@@ -27,10 +27,11 @@ static const char run_usage_text[] =
     "(SIGINT, SIGTERM), mpsim removes what it had half written and exits 130 / 143.\n"
     "\n"
     "Limits: one duration at most 10^6 s and one size 2^60 bytes in a scenario;\n"
-    "tp x pp x dp at most 2^24 chips; pp x vpp x microbatches at most 2^23 stage\n"
-    "passes. The work budget: a step estimated past 4 GiB (about 27 million events,\n"
-    "half a minute; 160 bytes and 1 us an event) stops before it is built, with the\n"
-    "estimate, unless --force; a serving run past 4 GiB or an hour likewise.\n"
+    "tp x cp x pp x dp at most 2^24 chips, cp at most 65,536; pp x vpp x\n"
+    "microbatches at most 2^23 stage passes. The work budget: a step estimated past\n"
+    "4 GiB (about 27 million events, half a minute; 160 bytes and 1 us an event)\n"
+    "stops before it is built, with the estimate, unless --force; a serving or\n"
+    "device_map run past 4 GiB or an hour likewise.\n"
     "Scenario keys (`mpsim list keys` prints the same with current defaults):\n";
 
 int cli_run(int argc, char **argv)
