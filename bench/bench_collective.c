@@ -1,7 +1,7 @@
 /* bench_collective.c — one collective at fidelity = detailed through the
- * engine: a ring all-reduce split into chunks (each chunk its own ring, as a
- * collective library pipelines a buffer), on N chips wired as a ring of
- * links. Prints events, wall time (graph build + run), events/s, peak RSS.
+ * engine: a ring all-reduce of one buffer in CHUNKS pieces in flight at once
+ * (coll_spec.chunks, as NCCL pipelines a buffer), on N chips wired as a ring
+ * of links. Prints events, wall time (graph build + run), events/s, peak RSS.
  *
  * Usage: bench_collective N [CHUNKS] [BYTES] [--expanded]
  *   defaults: 4 chunks of a 1 MiB buffer, 50 GB/s links with 500 ns latency
@@ -64,12 +64,10 @@ int main(int argc, char **argv)
     struct taskgraph g;
     tg_init(&g, sys.n_chips, sys.n_links);
     struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = n,
-                           .bytes = bytes / chunks, .mb = -1, .stage = -1,
-                           .compact = !expanded };
-    for (int k = 0; k < chunks; k++) {
-        for (int i = 0; i < n; i++) ready[i] = -1;
-        collective_add(&g, &sys, &c, FIDELITY_DETAILED, ready, done);
-    }
+                           .bytes = bytes, .mb = -1, .stage = -1, .compact = !expanded,
+                           .chunks = chunks };
+    for (int i = 0; i < n; i++) ready[i] = -1;
+    collective_add(&g, &sys, &c, FIDELITY_DETAILED, ready, done);
     tg_finalize(&g);
     struct engine e;
     engine_init(&e, &g);

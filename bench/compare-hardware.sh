@@ -26,23 +26,25 @@ row() {
         { echo "compare-hardware: $scn failed:" >&2; cat "$T/err" >&2; exit 1; }
     layout=$("$MPSIM" run "$scn" "$@" 2>/dev/null | sed -n 's/^layout *//p' |
         sed 's/, [0-9]* microbatches of \([0-9]*\)/, micro_batch \1/; s/recompute //; s/schedule //')
-    # Columns by the header's names (run.seed, step_time_s, tokens_per_s,
-    # mfu, ..., the step accounting, feasible, reason: the rest of the line,
-    # which may hold commas).
-    awk -F, -v label="$label" -v layout="$layout" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i }
+    # Columns by the header's names (run.seed, step_time_s, ...; the step
+    # accounting's; feasible, reason: the rest of the line, which may hold
+    # commas).
+    awk -F, -v label="$label" -v layout="$layout" 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i }
     NR == 2 {
-        f = c["feasible"]; reason = $(f + 1); for (i = f + 2; i <= NF; i++) reason = reason "," $i
+        r = col["reason"]; reason = $r; for (i = r + 1; i <= NF; i++) reason = reason "," $i
         gsub(/^"|"$/, "", reason); sub(/ \(weights.*/, "", reason)
-        chips = $c["chips"]; step = $c["step_time_s"]; usd = $c["usd_per_step"]
-        per_hour = usd / (chips * step / 3600)
+        st = $col["step_time_s"]; chips = $col["chips"]; usd = $col["usd_per_step"]
+        per_hour = usd / (chips * st / 3600)
         printf "| %s | %d | %s | %.3f | %.0f | %.1f%% | %.2f | %.3f | %.4f | %.0f | %s |\n",
-               label, chips, layout, step, $c["tokens_per_s"], 100 * $c["mfu"], per_hour, usd,
-               $c["usd_per_mtok"], $c["budget_chip_hours"], $f == "true" ? "yes" : "no: " reason
+               label, chips, layout, st, $col["tokens_per_s"], 100 * $col["mfu"], per_hour, usd,
+               $col["usd_per_mtok"], $col["budget_chip_hours"],
+               $col["feasible"] == "true" ? "yes" : "no: " reason
     }' "$T/row.csv"
 }
 row "H100 SXM (dgx-h100)" scenarios/compare-h100.ini
 row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
 row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
 row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
-row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.dp=256 \
-    --set parallel.vpp=8 --set training.zero=2
+row "H100, MI300X's layout" scenarios/compare-h100.ini --set parallel.tp=1 --set parallel.pp=1 \
+    --set parallel.dp=512 --set parallel.vpp=1 --set parallel.tp_overlap=false \
+    --set training.schedule=1f1b --set training.recompute=none --set training.zero=3

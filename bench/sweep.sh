@@ -1,7 +1,7 @@
 #!/bin/sh
-# Sweep and search figures (run by bench/run with $1 = bench binaries,
-# $2 = mpsim): points/s of a 1,000-point sweep of GPT-3 175B layouts on the
-# cores of this machine, and the layout search for 1024 A100s.
+# Sweep figures (run by bench/run with $1 = bench binaries, $2 = mpsim):
+# points/s of a 1,000-point sweep of GPT-3 175B layouts on the cores of this
+# machine.
 mpsim=$2
 out=$(mktemp -d /tmp/mpsim-bench-XXXXXX)
 trap 'rm -rf "$out"' EXIT
@@ -11,13 +11,4 @@ echo "== sweep: 1,000 GPT-3 175B layouts (pp x micro_batch x schedule x recomput
     --vary training.schedule=1f1b,zb-h1,zb-h2,gpipe,zb-v \
     --vary training.recompute=selective,full --vary training.zero=0..3 --set parallel.vpp=1 \
     --best tokens_per_s --top 3 2>&1 | grep -v '^  [a-z]'
-echo "== search: GPT-3 175B on 1024 A100s, global batch 1536"
-cat >"$out/search.ini" <<'INI'
-[model]
-config = gpt3-175b
-[hardware]
-system = dgx-a100
-[training]
-global_batch = 1536
-INI
-"$mpsim" search "$out/search.ini" --chips 1024 --top 3 --quiet
+# The layout search is timed by bench/run (bench_search, issue 22's figures).

@@ -246,6 +246,19 @@ void kernel_batch_add(struct kernel_batch *b, double c, double past, bool decode
         b->decode += c;
         b->decode_ctx += c * (past + 1);
         b->decode_ctx_win += w && w->mixer ? win : 0;
+        if (c > 1) {
+            /* The batched kernel reads the member's cache once: past + c
+             * keys, where decode_ctx counts c·(past + 1). Within a window
+             * the keys the c queries reach together: the last one's and
+             * the c − 1 before it, at most past + c. */
+            b->decode_reread += (c - 1) * past;
+            if (w && w->mixer) {
+                double last = causal_keys(w->mixer, w->w, past + c) -
+                              causal_keys(w->mixer, w->w, past + c - 1);
+                double once = last + c - 1 < past + c ? last + c - 1 : past + c;
+                if (win > once) b->decode_reread_win += win - once;
+            }
+        }
     } else {      /* a prompt chunk, causal */
         b->prefill_tokens += c;
         b->prefill_pairs += c * past + c * (c + 1) / 2;
@@ -271,7 +284,8 @@ int kernels_serve_attention(const struct kernel_attention *a, const struct kerne
         k->kind = KERNEL_DECODE_ATTN, k->block = KBLOCK_MIXER, k->part = KPART_MID;
         k->name = "decode_attention", k->batch = 1;
         k->flops = a->flops_decode * ctx;
-        k->bytes = ctx * a->kv_token + bt->decode * (a->kv_token + 2 * a->q_bytes);
+        double reread = a->windowed ? bt->decode_reread_win : bt->decode_reread;
+        k->bytes = (ctx - reread) * a->kv_token + bt->decode * (a->kv_token + 2 * a->q_bytes);
         k->seq = ctx / bt->decode;
         k->head_dim = a->head_dim;
     }
@@ -629,8 +643,10 @@ static void lm_head(struct kb *x, const struct kernel_batch *bt)
     double h = m->hidden;
     x->block = KBLOCK_MIXER;
     if (!x->train) {
+        /* Vocabulary-parallel head (V/t columns a rank); the logits are
+         * gathered (serve_layout.c prices the all-gather) and sampled whole. */
         norm(x, KPART_PRE, "final_norm", bt->tokens, h);
-        linear(x, KPART_IN, "lm_head", bt->emits, m->vocab, h, 1, KROLE_DENSE);
+        linear(x, KPART_IN, "lm_head", bt->emits, m->vocab / x->t, h, 1, KROLE_DENSE);
         mem(x, KPASS_F, KPART_MID, "sampling", SAMPLING_PASSES * bt->emits * m->vocab * 4);
         return;
     }
@@ -719,6 +735,18 @@ void kernels_expert(const struct model *m, double tokens, const struct kernel_pa
     x.block = KBLOCK_MLP;
     if (tokens > 0)
         mlp_dense(&x, tokens, m->moe_intermediate, 1, KROLE_ROUTED, "expert_up",
+                  m->gated_mlp ? "swiglu" : "bias_gelu", "expert_down");
+}
+
+void kernels_serve_experts(const struct model *m, double tokens, double experts,
+                           const struct kernel_params *p, struct kernel_list *out)
+{
+    struct kb x;
+    setup(&x, m, p, out, false);
+    x.block = KBLOCK_MLP;
+    x.T = x.Tr = tokens * experts;
+    if (tokens > 0 && experts > 0)
+        mlp_dense(&x, tokens, m->moe_intermediate, experts, KROLE_ROUTED, "expert_up",
                   m->gated_mlp ? "swiglu" : "bias_gelu", "expert_down");
 }
 

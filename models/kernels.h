@@ -99,6 +99,13 @@ struct kernel_params {
 void kernels_train_layer(const struct model *m, int layer, const struct kernel_params *p,
                          struct kernel_list *out);
 
+/* Serving under expert parallelism (issue 19): one chip's routed experts
+ * in a pass, `experts` of them reached with `tokens` token copies each, as
+ * grouped forward GEMMs of the full expert width (an EP rank holds whole
+ * experts) with the weights as stored. */
+void kernels_serve_experts(const struct model *m, double tokens, double experts,
+                           const struct kernel_params *p, struct kernel_list *out);
+
 /* One routed expert's kernels for `tokens` tokens (gate/up GEMM, activation,
  * down GEMM, and their B and W), for experts.c's per-rank token counts. */
 void kernels_expert(const struct model *m, double tokens, const struct kernel_params *p,
@@ -117,6 +124,11 @@ struct kernel_batch {
     /* The same two sums within the model's attention window (sliding or
      * chunked layers: kernel_window_of), by kernel_batch_add. */
     double decode_ctx_win, prefill_pairs_win;
+    /* Decode members of more than one token (a speculative step's k + 1
+     * tokens verified at once): the KV tokens decode_ctx counts more than
+     * once, Σ (c − 1)·past, and within the window; the kernel reads each
+     * member's cache once (issue 19). 0 for one-token decodes. */
+    double decode_reread, decode_reread_win;
 };
 
 /* The model's windowed attention: the mixer kind (MIXER_SLIDING or

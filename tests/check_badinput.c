@@ -61,6 +61,10 @@ static const struct bad cases[] = {
     /* ---- scenario INI ---- */
     { F_SCEN, "", 0, 0, "", 1 },                                    /* a directory */
     { F_SCEN, "[parallel]\npp = 4\npp = 2\n", 0, 3, "parallel.pp", 0 },
+    /* Offload on a system with no [host] tier (textbook): the key, exit 2. */
+    { F_SCEN, "[model]\nconfig = llama3-8b\nseq_len = 256\n[hardware]\nsystem = textbook\n"
+              "[training]\nglobal_batch = 8\nzero = 1\noffload = optimizer\n", 0, 0,
+      "training.offload", 0 },
     { F_SCEN, "[parallel]\npp = 1000000000\n", 0, 2, "parallel.pp", 0 },
     { F_SCEN, "[parallel]\npp = 0\n", 0, 2, "parallel.pp", 0 },
     { F_SCEN, "[parallel]\npp = -4\n", 0, 2, "parallel.pp", 0 },
@@ -143,6 +147,10 @@ static const struct bad cases[] = {
     { F_SET, "parallel.stage_layers=1,2,3", 0, 0, "parallel.stage_layers", 0 },
     { F_SET, "parallel.stage_layers=1,1,1,1", 0, 0, "parallel.stage_layers", 0 },
     { F_SET, "parallel.cp=2", 0, 0, "parallel.cp", 0 },
+    /* Issue 22: offload and steady-state skipping keys. */
+    { F_SET, "training.offload=sometimes", 0, 0, "training.offload", 0 },
+    { F_SET, "training.offload=optimizer", 0, 0, "training.offload", 0 }, /* synthetic: none */
+    { F_SET, "run.steady_skip=maybe", 0, 0, "run.steady_skip", 0 },
     { F_SET, "=4", 0, 0, "=4", 0 },
     { F_SET, "parallel.pp=", 0, 0, "parallel.pp", 0 },
     { F_SET, "parallel.pp=1e9", 0, 0, "parallel.pp", 0 },
@@ -265,6 +273,11 @@ static const struct bad cases[] = {
     { F_ARGS, "run\n@S\n--tokens\n-5", 0, 0, "--tokens", 0 },
     { F_ARGS, "run\n@S\n--tokens\nnan", 0, 0, "--tokens", 0 },
     { F_ARGS, "frobnicate", 0, 0, "frobnicate", 0 },
+    /* Issue 22: search and collective flags. */
+    { F_ARGS, "search\n@S\n--chips\n8\n--simulate\n0", 0, 0, "--simulate", 0 },
+    { F_ARGS, "search\n@S\n--chips\n8\n--batch-policy\nsometimes", 0, 0, "--batch-policy", 0 },
+    { F_ARGS, "collective\n--system\ndgx-a100\n--op\nall_reduce\n--bytes\n1MB\n--chips\n8\n"
+              "--chunks\n0", 0, 0, "--chunks", 0 },
     { F_ARGS, "run\n@S\n--set\nparallel.pp=\xff\xfe", 0, 0, "parallel.pp", 0 },
     { F_ARGS, "search\n@S\n--chips\n1e9", 0, 0, "--chips: expected a whole number from 1 to 16777216", 0 },
     { F_ARGS, "collective\n--system\ndgx-h100\n--op\nall_reduce\n--bytes\n1e30B\n--chips\n8", 0, 0,

@@ -100,8 +100,10 @@ START_TEST(fast_times_match_hand_formulas)
 END_TEST
 
 /* On an idle fabric the expansion and the closed form agree exactly for the
- * ring and halving-doubling algorithms; direct pays its latency per message
- * at detailed (one comm stream sends them one after another). */
+ * ring, halving-doubling and direct algorithms. Direct: one comm stream
+ * sends the 7 messages one after another, each holding the up link only for
+ * its bytes, so their latencies overlap and the last lands α after the
+ * seventh's bytes have left: α + 7 × 1 ms, the closed form. */
 START_TEST(detailed_equals_fast_on_an_idle_switch)
 {
     struct system sys;
@@ -121,7 +123,8 @@ START_TEST(detailed_equals_fast_on_an_idle_switch)
     }
     struct coll_spec a2a = { .op = COLL_ALL_TO_ALL, .algo = COLL_DIRECT, .chips = chips, .n = 8,
                              .bytes = 800e6, .mb = -1, .stage = -1 };
-    ck_assert_int_eq(run_detailed(&sys, &a2a), collective_time(&sys, &a2a) + 6 * 5 * US);
+    ck_assert_int_eq(run_detailed(&sys, &a2a), collective_time(&sys, &a2a));
+    ck_assert_int_eq(run_detailed(&sys, &a2a), 7 * MP_PS_PER_MS + 5 * US);
     system_release(&sys);
 }
 END_TEST
@@ -154,6 +157,85 @@ END_TEST
 
 /* Presets against measured large-message busbw (hardware.md): 8×A100 ≈ 230,
  * 8×H100 ring ≈ 370, 8×H200 NVLS ≈ 480, 4×GB200 ≈ 680 GB/s, within 10%. */
+/* The ring all-reduce of S bytes on n chips in C chunks in flight (issue 22),
+ * derived by hand. Links of B = 100 GB/s and α = 1 µs (the `ring` preset),
+ * n = 8, so 2(n−1) = 14 steps; s = S/(n·C·B) is one piece's time on a link.
+ * A link is busy only while a piece's bytes leave (s); the piece arrives α
+ * later. Chip i sends the C pieces of step k one after another; piece c of
+ * step k+1 needs piece c of step k from chip i−1, which landed α + s after
+ * chip i−1 started sending it. With α ≥ (C−1)·s the pieces of a step are
+ * all sent before the first of the next can have arrived, so the steps run
+ * every α + s and piece c trails piece 0 by c·s: "each chunk one step
+ * behind the last". The last piece (C−1) of the last step (13) starts at
+ * 13·(α + s) + (C−1)·s and lands α + s later:
+ *   T = 2(n−1)·(α + s) + (C−1)·s.
+ * S = 800 KB, C = 4: s = 800e3 / (8 · 4 · 1e11) s = 0.25 µs ≤ α/3, so
+ *   T = 14 × 1.25 + 3 × 0.25 = 18.25 µs.
+ * C = 1 is the one-buffer form 2(n−1)·α + 2(n−1)/n · S/B: s = 1 µs,
+ *   T = 14 × 1 + (14/8) × 8 µs = 28 µs.
+ * When α < (C−1)·s the link is the limit instead: each step takes C·s, and
+ * the last piece lands 2(n−1)·C·s + α after the start. S = 6.4 MB, C = 8:
+ * s = 6.4e6 / (8 · 8 · 1e11) = 1 µs > α/7, T = 14 × 8 + 1 = 113 µs, the
+ * bytes at full bandwidth (2(n−1)/n · S/B = 112 µs) plus one latency.
+ * The fast (closed-form) time, the compact ring ops and the expanded
+ * transfers all give these. */
+static void chunked_case(const struct system *sys, double bytes, int chunks, mp_time want)
+{
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = 8,
+                           .bytes = bytes, .mb = -1, .stage = -1, .chunks = chunks };
+    ck_assert_int_eq(collective_time(sys, &c), want);
+    ck_assert_int_eq(run_detailed(sys, &c), want);
+    c.compact = true;
+    ck_assert_int_eq(run_detailed(sys, &c), want);
+}
+
+START_TEST(chunked_ring_pays_latency_once_per_step)
+{
+    struct system sys;
+    load(&sys, "ring", 8);
+    chunked_case(&sys, 800e3, 4, 18250 * MP_PS_PER_NS);
+    chunked_case(&sys, 800e3, 1, 28 * US);
+    chunked_case(&sys, 6.4e6, 8, 113 * US);
+    /* Four separate rings one after another on the same streams (the old
+     * way to chunk) pay the latency four times: 4 × 14 × (1 + 0.25) µs. */
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, ready[8], done[8];
+    struct taskgraph g;
+    tg_init(&g, sys.n_chips, sys.n_links);
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = 8,
+                           .bytes = 200e3, .mb = -1, .stage = -1 };
+    for (int k = 0; k < 4; k++) {
+        for (int i = 0; i < 8; i++) ready[i] = k ? done[i] : -1;
+        collective_add(&g, &sys, &c, FIDELITY_DETAILED, ready, done);
+    }
+    tg_finalize(&g);
+    struct engine e;
+    engine_init(&e, &g);
+    ck_assert_int_eq(engine_run(&e, &err), MP_OK);
+    ck_assert_int_eq(engine_makespan(&e), 4 * 14 * 1250 * MP_PS_PER_NS);
+    engine_release(&e);
+    tg_release(&g);
+    system_release(&sys);
+}
+END_TEST
+
+/* A broadcast chain of 8 chips in 8 pieces (collective.c): piece j reaches
+ * chip i at (j + i)·s + i·α, forwarded as it arrives, so the last lands at
+ * (n + C − 2)·s + (n − 1)·α. Switch of 100 GB/s, α = 5 µs, S = 800 MB:
+ * s = 100 MB / 100 GB/s = 1 ms; 14 ms + 35 µs. */
+START_TEST(broadcast_chain_by_hand)
+{
+    struct system sys;
+    load(&sys, switch8(), 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct coll_spec c = { .op = COLL_BROADCAST, .algo = COLL_RING, .chips = chips, .n = 8,
+                           .bytes = 800e6, .mb = -1, .stage = -1 };
+    ck_assert_int_eq(collective_time(&sys, &c), 14 * MP_PS_PER_MS + 35 * US);
+    ck_assert_int_eq(run_detailed(&sys, &c), 14 * MP_PS_PER_MS + 35 * US);
+    system_release(&sys);
+}
+END_TEST
+
 START_TEST(presets_calibrated_to_measured_busbw)
 {
     struct { const char *preset; int n; double want; } cases[] = {
@@ -255,6 +337,8 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, fast_times_match_hand_formulas);
     tcase_add_test(tc, detailed_equals_fast_on_an_idle_switch);
     tcase_add_test(tc, hierarchical_all_reduce_two_nodes);
+    tcase_add_test(tc, chunked_ring_pays_latency_once_per_step);
+    tcase_add_test(tc, broadcast_chain_by_hand);
     tcase_add_test(tc, presets_calibrated_to_measured_busbw);
     tcase_add_test(tc, torus_dimension_order_routes);
     tcase_add_test(tc, rail_routes);

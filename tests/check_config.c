@@ -91,9 +91,9 @@ START_TEST(key_table)
         config_format_value(&c, k, buf, sizeof buf);
         ck_assert_str_eq(buf, k->fallback);
     }
-    ck_assert_int_eq(n, 83); /* 8 model, 8 synthetic, 2 hardware, 13 parallel (4 of them
-                              * context's: cp, cp_kind, cp_ulysses, stage_layers), 14 training,
-                              * 22 inference, 10 experts, 3 run, 3 device_map */
+    ck_assert_int_eq(n, 121); /* 8 model, 8 synthetic, 2 hardware, 13 parallel (4 of them
+                              * context's: cp, cp_kind, cp_ulysses, stage_layers), 15 training,
+                              * 22 + 36 inference (issue 19), 10 experts, 4 run, 3 device_map */
     ck_assert_ptr_null(config_find_key("parallel.ppp"));
     ck_assert_ptr_null(config_find_key("pp"));
 }

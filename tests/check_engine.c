@@ -109,6 +109,49 @@ START_TEST(a_link_carries_one_transfer_at_a_time)
 }
 END_TEST
 
+/* Links pipeline latency (DESIGN.md §2): a transfer of 3 ps of bytes and 5
+ * ps of latency (duration 8) holds its stream and link for 3 and arrives at
+ * 8. A second one from the same chip over the same link starts at 3 and
+ * arrives at 11; a third from another chip on that link waits for the
+ * second's bytes (6), not its arrival. Whatever waits for the first starts at
+ * 8. Two events per such transfer: bytes out, arrival. */
+START_TEST(a_transfer_holds_its_link_for_its_bytes_only)
+{
+    struct taskgraph g; struct engine e;
+    tg_init(&g, 3, 1);
+    int l0[] = { 0 };
+    struct op o = tg_op(OP_TRANSFER, 0, STREAM_COMM, TAG_SEND, 8);
+    o.latency = 5;
+    int a = tg_add_transfer(&g, &o, l0, 1);
+    int b = tg_add_transfer(&g, &o, l0, 1);
+    o.chip = 1;
+    int c = tg_add_transfer(&g, &o, l0, 1);
+    int d = add(&g, 2, STREAM_COMPUTE, 1);
+    tg_dep(&g, a, d);
+    tg_dep(&g, a, c); /* c on chip 1 also waits for a to arrive */
+    run_ok(&g, &e);
+    ck_assert_int_eq(e.start[a], 0); ck_assert_int_eq(e.end[a], 8);
+    ck_assert_int_eq(e.start[b], 3); ck_assert_int_eq(e.end[b], 11);
+    ck_assert_int_eq(e.start[c], 8); ck_assert_int_eq(e.end[c], 16);
+    ck_assert_int_eq(e.start[d], 8); ck_assert_int_eq(e.end[d], 9);
+    ck_assert_uint_eq(e.events, 7);
+    engine_release(&e); tg_release(&g);
+
+    /* Without the dependency, c takes the link when b's bytes have left. */
+    tg_init(&g, 2, 1);
+    o.chip = 0;
+    a = tg_add_transfer(&g, &o, l0, 1);
+    b = tg_add_transfer(&g, &o, l0, 1);
+    o.chip = 1;
+    c = tg_add_transfer(&g, &o, l0, 1);
+    run_ok(&g, &e);
+    ck_assert_int_eq(e.start[a], 0);
+    ck_assert_int_eq(e.start[c], 3); ck_assert_int_eq(e.end[c], 11);
+    ck_assert_int_eq(e.start[b], 6); ck_assert_int_eq(e.end[b], 14);
+    engine_release(&e); tg_release(&g);
+}
+END_TEST
+
 START_TEST(a_cycle_is_reported_not_hung)
 {
     struct taskgraph g; struct engine e;
@@ -166,6 +209,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, stream_order_is_kept_even_when_a_later_op_is_ready);
     tcase_add_test(tc, compute_and_comm_streams_overlap);
     tcase_add_test(tc, a_link_carries_one_transfer_at_a_time);
+    tcase_add_test(tc, a_transfer_holds_its_link_for_its_bytes_only);
     tcase_add_test(tc, a_cycle_is_reported_not_hung);
     tcase_add_test(tc, memory_peak_and_breakdown);
     suite_add_tcase(s, tc);

@@ -173,7 +173,8 @@ static void small(struct config *cfg, const char *const *more)
                            "parallel.pp=4", "inference.context_len=4096",
                            "inference.prompt_dist=fixed", "inference.prompt_len=64",
                            "inference.output_dist=fixed", "inference.output_len=8",
-                           "inference.micro_batch=8", "inference.token_budget=2048", NULL };
+                           "inference.micro_batch=8", "inference.token_budget=2048",
+                           "inference.kv_cache=reserve", NULL };
     struct mp_error err = { 0 };
     config_defaults(cfg);
     for (const char *const *p = base; *p; p++) ck_assert_int_eq(config_set(cfg, *p, "t", &err), 0);
@@ -308,6 +309,27 @@ START_TEST(bad_values_are_input_errors)
         { "inference.chunked_prefill", "maybe" }, { "inference.context_len", "1" },
         { "inference.concurrency", "-1" }, { "inference.horizon", "5" },
         { "inference.placement", "auto" },
+        /* Issue 19's keys. */
+        { "inference.replicas", "0" }, { "inference.max_num_seqs", "-1" },
+        { "inference.max_num_batched_tokens", "-3" }, { "inference.kv_cache", "static" },
+        { "inference.block_size", "0" }, { "inference.gpu_memory_utilization", "0" },
+        { "inference.gpu_memory_utilization", "1.5" }, { "inference.preemption", "drop" },
+        { "inference.swap_space", "lots" }, { "inference.prefix_caching", "sometimes" },
+        { "inference.prefix_tokens", "-1" }, { "inference.prefix_groups", "0" },
+        { "inference.turns", "0" }, { "inference.think_time", "3" },
+        { "inference.burstiness", "0" }, { "inference.prompt_dist", "zipf" },
+        { "inference.max_waiting_tokens", "0" }, { "inference.waiting_served_ratio", "-1" },
+        { "inference.slo_ttft", "fast" }, { "inference.slo_tpot", "50" },
+        { "inference.slo_e2e", "-1s" }, { "inference.disaggregate", "2" },
+        { "inference.prefill_replicas", "0" }, { "inference.prefill_tp", "-1" },
+        { "inference.prefill_pp", "x" }, { "inference.decode_replicas", "-1" },
+        { "inference.decode_tp", "1.5" }, { "inference.decode_pp", "-2" },
+        { "inference.speculative", "eagle" }, { "inference.spec_tokens", "0" },
+        { "inference.spec_tokens", "65" }, { "inference.spec_acceptance", "1.1" },
+        { "inference.spec_draw", "mean" }, { "inference.arrivals", "bursty" },
+        { "inference.router", "" }, { "inference.scheduler", "" },
+        { "inference.draft_model", "" }, { "inference.prompt_file", "" },
+        { "inference.output_file", "" }, { "inference.priorities", "" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         struct config cfg;
@@ -336,7 +358,9 @@ START_TEST(cross_key_and_trace_errors)
         { "inference.prompt_dist=uniform", "inference.prompt_min=300", "inference.prompt_min" },
         { "inference.prompt_len=4000", "inference.output_len=200", "context_len" },
         { "inference.prompt_max=5000", NULL, "inference.prompt_max" },
-        { "parallel.tp=2", NULL, "parallel.tp" },
+        { "inference.scheduler=fifo", NULL, "inference.scheduler" },
+        { "inference.router=random", NULL, "inference.router" },
+        { "inference.prefix_caching=true", NULL, "inference.prefix_caching" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         struct config cfg;

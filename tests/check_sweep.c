@@ -404,7 +404,7 @@ START_TEST(resume_refuses_another_sweeps_file)
     /* Same header, but row 1 is for pp=4, which is not point 1. */
     f = fopen(partial, "w");
     fputs("parallel.pp," SWEEP_METRIC_COLUMNS ",feasible,reason\n", f);
-    fputs("4,0.033,1,0,0,1,0,4,,,1,0.024,0,0,0,0,0,0,0.009,0,0,true,\n", f);
+    fputs("4,0.033,1,0,0,1,0,4,,,1,0.024,0,0,0,0,0,0,0,0.009,0,0,true,\n", f);
     fclose(f);
     ck_assert_int_eq(sweep_run(&g, &base, &opt, NULL, &err), MP_ERR_INPUT);
     ck_assert_ptr_nonnull(strstr(err.msg, "parallel.pp=4 where this sweep's point 1 has 1"));

@@ -196,8 +196,10 @@ END_TEST
 /* ZeRO memory by stage, dp = 4, tp = 1: per parameter 2 B weights, 4 B
  * grads, 12 B optimizer; stage 1 divides the optimizer by 4, stage 2 also
  * the grads, stage 3 also the weights. Traffic: ZeRO 0 all-reduces, ZeRO 1
- * reduce-scatters and all-gathers the weights once, ZeRO 3 all-gathers the
- * weights before each of the 2 × m forward and backward passes. */
+ * reduce-scatters and all-gathers the weights once, ZeRO 3 (FSDP, one unit
+ * per layer) all-gathers every layer's weights in each of the 2 × m forward
+ * and backward passes and reduce-scatters every layer's gradients in each
+ * of the m backward passes. */
 START_TEST(zero_memory_and_traffic)
 {
     double want[4][3] = { { 2, 4, 12 }, { 2, 4, 3 }, { 2, 1, 3 }, { 0.5, 1, 3 } };
@@ -215,9 +217,133 @@ START_TEST(zero_memory_and_traffic)
         int ag = count_ops(&s, COMM_DP, TAG_ALL_GATHER);
         if (z == 0) ck_assert(ar >= 1 && rs == 0 && ag == 0);
         if (z == 1 || z == 2) ck_assert(ar == 0 && rs >= 1 && ag == 1);
-        if (z == 3) ck_assert(ar == 0 && rs >= 1 && ag == 2 * 2);
+        int L = s.model.n_layers; /* embedding, 4 decoders, LM head */
+        if (z == 3) ck_assert(ar == 0 && rs == 2 * L && ag == 2 * 2 * L);
         sim_release(&s);
     }
+}
+END_TEST
+
+/* ZeRO-3 by hand (FSDP, one unit per layer). GPT-2 of h = 1024, 4 decoders
+ * on pp = 3 stages: stage 1 holds decoders 2 and 3 (model layers 2..3), each
+ * 12h² + 13h = 12,596,224 parameters. A forward or backward holds one
+ * layer's gathered weights and the next one's prefetch: 2 × 12,596,224 × 2 B
+ * = 50,384,896 B; a backward also one layer's fp32 gradients until they are
+ * reduce-scattered, 12,596,224 × 4 B = 50,384,896 B. So stage 1's
+ * communication buffers peak at 100,769,792 B (the old model held the whole
+ * stage's weights per pass and let two passes' overlap). Traffic on stage 1
+ * per step, m = 8 microbatches: 2 passes × 2 layers × 8 all-gathers of
+ * 25,192,448 B and 2 × 8 reduce-scatters of 50,384,896 B. */
+START_TEST(zero3_holds_one_layer_and_the_prefetch)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    char m[600], y[600];
+    snprintf(m, sizeof m, "model.config=%s", small_model());
+    snprintf(y, sizeof y, "hardware.system=%s", switch8());
+    const char *sets[] = { m, y, "model.seq_len=1024", "parallel.pp=3", "parallel.dp=2",
+                           "training.global_batch=16", "training.zero=3", NULL };
+    for (const char *const *k = sets; *k; k++) ck_assert_int_eq(config_set(&cfg, *k, "t", &err), MP_OK);
+    struct sim s;
+    struct sim_options o = { .record_memory = true };
+    ck_assert_int_eq(sim_run(&s, &cfg, &o, &err), MP_OK);
+    ck_assert_int_eq(s.stage_cost[1].layer_first, 2);
+    ck_assert_int_eq(s.stage_cost[1].layer_last, 3);
+    int chip = s.res.stage[1].chip;
+    double comm = 0, most = 0;
+    for (int i = 0; i < s.e.n_mem_log; i++) {
+        const struct mem_event *ev = &s.e.mem_log[i];
+        if (ev->chip != chip || ev->cat != MEM_COMM) continue;
+        comm += ev->delta;
+        if (comm > most) most = comm;
+    }
+    ck_assert_double_eq(most, 100769792.0);
+    int ag = 0, rs = 0;
+    for (int i = 0; i < s.g.n_ops; i++) {
+        const struct op *op = &s.g.ops[i];
+        if (op->comm != COMM_DP || op->stage != 1) continue;
+        if (op->tag == TAG_ALL_GATHER) {
+            ag++;
+            ck_assert_double_eq(op->bytes, 25192448.0);
+        } else if (op->tag == TAG_REDUCE_SCATTER) {
+            rs++;
+            ck_assert_double_eq(op->bytes, 50384896.0);
+        }
+    }
+    ck_assert_int_eq(ag, 2 * 2 * 8);
+    ck_assert_int_eq(rs, 2 * 8);
+    sim_release(&s);
+}
+END_TEST
+
+/* Offload traffic per step by hand (offload.h). The GPT-2 of h = 1024 with
+ * 4 decoders on one stage (pp = 1, tp = 1), dp = 2, m = 4 microbatches,
+ * on the switch system with a [host] section of 25 GB/s and 10 µs per copy.
+ * P = the chip's parameters (all 6 layers), wb = 2 bytes.
+ *  - optimizer, ZeRO 1: the reduced fp32 gradient shard leaves once per
+ *    step, P × 4 / 2 bytes in all (however the buckets cut it), and the
+ *    updated weight shard comes back, P × 2 / 2; the chip holds no
+ *    optimizer state.
+ *  - optimizer+weights, ZeRO 3: every forward and backward fetches each
+ *    layer's shard, 2 passes × m × P × 2 / 2; every backward sends each
+ *    layer's reduced gradient shard, m × P × 4 / 2; nothing comes back after
+ *    the step; the chip holds neither weights nor optimizer state.
+ *  - all: the same, and each forward's stash (M_B of the stage) goes out
+ *    and comes back once per microbatch: m × M_B each way. */
+static void offload_traffic(const char *offload, int zero, double *out, double *back,
+                            struct sim *s)
+{
+    struct config cfg;
+    config_defaults(&cfg);
+    char m[600], y[600], z[64], o[64];
+    snprintf(m, sizeof m, "model.config=%s", small_model());
+    snprintf(y, sizeof y, "hardware.system=%s",
+             mp_test_tmpfile(".ini", "[system]\nchip = a100-sxm\nchips_per_node = 8\n"
+                                     "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
+                                     "latency = 5us\n[scaleout]\ntopology = fat_tree\n"
+                                     "bandwidth = 10GB/s\nlatency = 10us\n[host]\n"
+                                     "memory = 1TB\nlink_bw = 25GB/s\nlink_latency = 10us\n"));
+    snprintf(z, sizeof z, "training.zero=%d", zero);
+    snprintf(o, sizeof o, "training.offload=%s", offload);
+    const char *sets[] = { m, y, "model.seq_len=1024", "parallel.dp=2", "training.global_batch=8",
+                           z, o, NULL };
+    for (const char *const *k = sets; *k; k++) ck_assert_int_eq(config_set(&cfg, *k, "t", &err), MP_OK);
+    struct sim_options so = { .record_memory = true }; /* every op in s->g */
+    ck_assert_int_eq(sim_run(s, &cfg, &so, &err), MP_OK);
+    *out = *back = 0;
+    for (int i = 0; i < s->g.n_ops; i++) {
+        const struct op *op = &s->g.ops[i];
+        if (op->tag == TAG_OFFLOAD) *out += op->bytes;
+        if (op->tag == TAG_RELOAD) *back += op->bytes;
+    }
+}
+
+START_TEST(offload_traffic_by_hand)
+{
+    struct sim s;
+    double out, back;
+    offload_traffic("optimizer", 1, &out, &back, &s);
+    double P = model_params(&s.model);
+    ck_assert_double_eq_tol(out, P * 4 / 2, 1e-9 * P);
+    ck_assert_double_eq_tol(back, P * 2 / 2, 1e-9 * P);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_OPTIMIZER], 0);
+    /* The host holds the optimizer state of 8 chips: 12 B × P / 2 each. */
+    ck_assert_double_eq_tol(s.res.host_mem_bytes, 8 * 12 * P / 2, 1e-9 * P);
+    sim_release(&s);
+
+    offload_traffic("optimizer+weights", 3, &out, &back, &s);
+    ck_assert_double_eq_tol(back, 2 * 4 * P * 2 / 2, 1e-9 * P);
+    ck_assert_double_eq_tol(out, 4 * P * 4 / 2, 1e-9 * P);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_WEIGHTS], 0);
+    ck_assert_double_eq(s.res.stage[0].mem[MEM_OPTIMIZER], 0);
+    sim_release(&s);
+
+    offload_traffic("all", 3, &out, &back, &s);
+    double mb = s.stage_cost[0].act_bytes;
+    ck_assert_double_gt(mb, 0);
+    ck_assert_double_eq_tol(back, 2 * 4 * P * 2 / 2 + 4 * mb, 1e-9 * P);
+    ck_assert_double_eq_tol(out, 4 * P * 4 / 2 + 4 * mb, 1e-9 * P);
+    sim_release(&s);
 }
 END_TEST
 
@@ -414,6 +540,8 @@ static Suite *tensor_suite(void)
     tcase_add_test(tc, fast_and_detailed_steps_agree);
     tcase_add_test(tc, tp_overlap_hides_backward_all_reduce);
     tcase_add_test(tc, zero_memory_and_traffic);
+    tcase_add_test(tc, zero3_holds_one_layer_and_the_prefetch);
+    tcase_add_test(tc, offload_traffic_by_hand);
     tcase_add_test(tc, dp_overlap_hides_gradient_sync);
     tcase_add_test(tc, step_work_by_the_precision_recipe);
     tcase_add_test(tc, overlap_param_gather_moves_the_gather_off_the_end);

@@ -54,6 +54,19 @@ expect 2 "--set needs a value" -- run scenarios/teach-bubbles.ini --set
 # (this used to read past the end of argv and crash).
 expect 2 "--best: '--set' is not a column" -- sweep scenarios/teach-bubbles.ini --vary parallel.pp=2,4 --out "$T/out/s.csv" --best --set
 expect 2 "--metric '--set'" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --metric --set
+# Issue 22: search's new flags, offload without a host tier.
+expect 2 "--fix parallel.tpp" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix parallel.tpp=2
+expect 2 "--fix training.schedule|1f1c" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix training.schedule=1f1c
+expect 2 "--simulate" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --simulate 0
+expect 2 "--batch-policy" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --batch-policy nearest
+expect 2 "training.offload|[host]" -- run scenarios/mi300x-llama3-70b.ini --set hardware.system=textbook --set training.zero=1 --set training.offload=optimizer
+# Nothing fits: the summary names the constraint that ruled out the most.
+"$MPSIM" search bench/search-530b.ini --chips 5128 --quiet >"$T/stdout" 2>"$T/stderr"
+if [ $? -eq 3 ] && grep -q "nothing fits: the most layouts .* global batch does not split" "$T/stdout"; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); echo "FAIL: search that fits nothing does not name the constraint"
+fi
 expect 2 "--set|parallel.pp" -- run scenarios/teach-bubbles.ini --set parallel.pp $O
 expect 2 "--set|parallel.ppp|did you mean 'parallel.pp'" -- run scenarios/teach-bubbles.ini --set parallel.ppp=2 $O
 expect 2 "list: unknown 'gadgets'" -- list gadgets
@@ -266,6 +279,42 @@ expect 2 "compare: which two?" -- compare scenarios/teach-bubbles.ini
 echo '{"not": "a run"}' >"$T/notrun.json"
 expect 2 "notrun.json: expected the JSON object \`mpsim run --json\` prints" -- compare "$T/notrun.json" scenarios/teach-bubbles.ini
 expect 2 "explain: --top: expected a whole number" -- explain scenarios/teach-bubbles.ini --top 0
+# Serving on clusters (issue 19): --slo, serve-plan, layouts beyond the system.
+scen l70.ini <<'EOF2'
+[model]
+config = llama3-70b
+[hardware]
+system = dgx-h100
+nodes = 1
+[parallel]
+tp = 4
+[inference]
+placement = even
+replicas = 2
+requests = 40
+rate = 10
+EOF2
+expect 2 "--slo: unknown metric 'ttfb'|ttft, tpot or e2e" -- run "$T/l70.ini" --slo ttfb=1s
+expect 2 "--slo is for serving scenarios" -- run scenarios/teach-bubbles.ini --slo ttft=1s
+sed 's/^replicas = 2/replicas = 3/' "$T/l70.ini" >"$T/l70x3.ini"
+expect 2 "l70x3.ini:10: key inference.replicas = 3|expected at most 2 replicas" -- run "$T/l70x3.ini"
+expect 2 "l70.ini: key inference.replicas = 3|need 12 chips on nodes of 8" -- run "$T/l70.ini" --set inference.replicas=3
+expect 2 "serve-plan: --rate R (requests/s) is required" -- serve-plan "$T/l70.ini" --slo ttft=1s
+expect 2 "serve-plan: --slo is required" -- serve-plan "$T/l70.ini" --rate 5
+expect 2 "--slo: unknown metric 'latency'" -- serve-plan "$T/l70.ini" --rate 5 --slo latency=1s
+expect 2 "serve-plan: --attain: expected a share" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --attain 2
+expect 2 "has no [inference] section" -- serve-plan scenarios/teach-bubbles.ini --rate 5 --slo ttft=1s
+expect 2 "--vary inference.replicas" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --vary inference.replicas=0
+expect 2 "key inference.scheduler = 'fcfs': unknown scheduler" -- run "$T/l70.ini" --set inference.scheduler=fcfs
+"$MPSIM" run "$T/l70.ini" --slo ttft=10s,tpot=1s --json >"$T/slo.json" 2>"$T/stderr" &&
+    grep -q '"requests_met":	40' "$T/slo.json" && ok || no "run --slo goodput"
+"$MPSIM" serve-plan "$T/l70.ini" --rate 10 --slo ttft=2s,tpot=100ms --vary inference.replicas=1,2 \
+    --vary parallel.tp=4,8 --out "$T/plan.csv" --quiet >"$T/plan.txt" 2>"$T/stderr" &&
+    grep -q '^  rank  layout' "$T/plan.txt" && [ -f "$T/plan.csv" ] &&
+    [ "$(wc -l <"$T/plan.csv")" -eq 5 ] && ok || { no "serve-plan runs"; cat "$T/stderr"; }
+"$MPSIM" list schedulers | grep -q '^decode_first .*TGI' && "$MPSIM" list routers |
+    grep -q '^prefix_aware' && ok || no "list schedulers/routers"
+
 viewer="$(dirname "$MPSIM")/mpsim-view"
 if [ -x "$viewer" ]; then
     "$viewer" scenarios/teach-bubbles.ini --screenshot "$T/out.jpg" 2>"$T/stderr"

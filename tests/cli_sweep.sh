@@ -83,7 +83,7 @@ grep -q '^   1. step_time_s 0.024 ' "$T/out" && grep -q 'Pareto front' "$T/out" 
 # min(59 × micro_batch, requests) = 59, 118, 236, 300.
 "$MPSIM" sweep scenarios/kimi-k3-wafers.ini --set inference.requests=300 --set inference.rate=1000 \
     --vary inference.micro_batch=1..8*2 --out "$T/serve.csv" --quiet 2>"$T/err" || cat "$T/err"
-head -1 "$T/serve.csv" | grep -q '^inference.micro_batch,step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,requests_completed,requests_per_s,max_inflight,kv_peak_fraction,chips,usd_per_mtok,feasible,reason$' &&
+head -1 "$T/serve.csv" | grep -q '^inference.micro_batch,step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,e2e_p50_s,requests_completed,requests_per_s,max_inflight,kv_peak_fraction,chips,usd_per_mtok,usd_per_hour,goodput_frac,goodput_rps,itl_p99_s,preemptions,replicas,feasible,reason$' &&
     [ "$(awk -F, 'NR > 1 { printf "%s:%s:%s:%s ", $1, $9, $11, $13 }' "$T/serve.csv")" = \
       "1:300:59:59 2:300:118:59 4:300:236:59 8:300:300:59 " ] && ok ||
     { bad "serving sweep columns / max_inflight"; cat "$T/serve.csv"; }
@@ -108,9 +108,9 @@ grep -q '^   1. ttft_p50_s .*inference.micro_batch=8' "$T/out" && ok || { bad "-
 Q="scenarios/mi300x-llama3-70b.ini --chips 16 --max-micro-batch 2 --schedules 1f1b,gpipe --quiet"
 "$MPSIM" search $Q --jobs 1 --out "$T/s1.csv" >"$T/out" 2>&1 &&
 "$MPSIM" search $Q --jobs 2 --out "$T/s2.csv" >/dev/null 2>&1 || bad "search --out failed"
-n=$(sed -n 's/.*; \([0-9]*\) simulated.*/\1/p' "$T/out")
+n=$(sed -n 's/.* s, \([0-9]*\) simulated.*/\1/p' "$T/out")
 cmp -s "$T/s1.csv" "$T/s2.csv" && [ -n "$n" ] && [ "$(($(wc -l <"$T/s1.csv") - 1))" -eq "$n" ] &&
-    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,training.micro_batch,training.schedule,training.recompute,training.zero,step_time_s,' &&
+    head -1 "$T/s1.csv" | grep -q '^parallel.tp,parallel.cp,parallel.pp,parallel.dp,parallel.ep,parallel.vpp,parallel.sp,parallel.tp_overlap,training.micro_batch,training.schedule,training.recompute,training.zero,training.offload,training.global_batch,step_time_s,' &&
     [ ! -e "$T/s1.csv.partial" ] && ok || { bad "search --out ($n simulated)"; head -3 "$T/s1.csv"; }
 # ... and `mpsim plot` reads it like a sweep.
 "$MPSIM" plot "$T/s1.csv" --x pp --y tokens_per_s --by tp --out "$T/s.svg" 2>/dev/null &&

@@ -98,7 +98,9 @@ void viz_load_serve(struct timeline *tl, struct serve *s)
         }
         for (int st = 0; st < r->stages; st++) {
             struct serve_stage_rec *sr = &rc->stage[st];
-            int chip = r->stage[st].chip, h = st == r->stages - 1 ? 2 : 1;
+            /* A replica's last stage returns the tokens (issue 19: replicas). */
+            bool back = st + 1 == r->stages || r->stage[st + 1].replica != r->stage[st].replica;
+            int chip = r->stage[st].chip, h = back ? 2 : 1;
             size_t n = sr->n > sr->n_hop ? sr->n : sr->n_hop;
             uint32_t *in = mp_xmalloc((n ? n : 1) * sizeof *in);
             for (size_t i = 0; i < sr->n; i++) in[i] = info[3 * (size_t)sr->pass[i]];

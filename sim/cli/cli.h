@@ -16,6 +16,7 @@ int cli_list(int argc, char **argv);       /* cli_list.c: models, chips, keys, .
 int cli_collective(int argc, char **argv); /* cli_collective.c: one collective's time */
 int cli_sweep(int argc, char **argv);      /* cli_sweep.c: a grid, one CSV row a point */
 int cli_search(int argc, char **argv);     /* cli_search.c: the best layouts for N chips */
+int cli_serve_plan(int argc, char **argv); /* cli_serve_plan.c: cheapest serving layout for an SLO */
 int cli_plot(int argc, char **argv);       /* cli_plot.c: a sweep CSV as a chart */
 int cli_plan(int argc, char **argv);       /* cli_plan.c: layers onto chips by memory */
 int cli_explain(int argc, char **argv);    /* cli_explain.c: the step accounting and levers */

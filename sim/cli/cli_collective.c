@@ -22,14 +22,18 @@
 #define CHIPS_MAX 1048576
 
 static const char collective_usage_text[] =
-    "usage: mpsim collective --system S --op OP --bytes SIZE --chips N [--algo A] [--sweep]\n"
-    "                        [--fast] [--force]\n"
+    "usage: mpsim collective --system S --op OP --bytes SIZE --chips N [--algo A] [--chunks C]\n"
+    "                        [--sweep] [--fast] [--force]\n"
     "\n"
     "  --system S   system preset (mpsim list systems) or path to a system .ini\n"
     "  --op OP      all_reduce | reduce_scatter | all_gather | all_to_all | broadcast | send_recv\n"
     "  --bytes SIZE whole buffer, as nccl-tests counts it (8GiB, 64MB, 1024)\n"
     "  --chips N    chips 0..N-1 of the system (nodes are added as needed)\n"
     "  --algo A     auto | ring | tree | halving_doubling | direct | hierarchical (default auto)\n"
+    "  --chunks C   ring algorithms: the buffer in C pieces in flight at once, each step\n"
+    "               sending them in turn (NCCL's chunks; default 1). A chip forwards a piece\n"
+    "               as soon as it has arrived, and a link is busy only while bytes leave, so\n"
+    "               the latency is paid once per step, not once per piece\n"
     "  --sweep      every power of two from 8 B up to SIZE, like nccl-tests -b 8 -e SIZE\n"
     "  --fast       the alpha-beta time only (no detailed engine run)\n"
     "  --force      run past the work budget\n"
@@ -80,7 +84,7 @@ static void row(const struct system *sys, struct coll_spec *c, double bytes, boo
 int cli_collective(int argc, char **argv)
 {
     const char *system = NULL, *op_name = NULL, *bytes_text = NULL, *chips_text = NULL;
-    const char *algo_name = "auto";
+    const char *algo_name = "auto", *chunks_text = "1";
     int sweep = 0;
     bool fast_only = false, force = false;
     for (int i = 0; i < argc; i++) {
@@ -95,19 +99,20 @@ int cli_collective(int argc, char **argv)
         } else if (!strcmp(a, "--force")) {
             force = true;
         } else if (!strcmp(a, "--system") || !strcmp(a, "--op") || !strcmp(a, "--bytes") ||
-                   !strcmp(a, "--chips") || !strcmp(a, "--algo")) {
+                   !strcmp(a, "--chips") || !strcmp(a, "--algo") || !strcmp(a, "--chunks")) {
             if (i + 1 >= argc) return cli_usage_error("collective: %s needs a value", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--system")) system = v;
             else if (!strcmp(a, "--op")) op_name = v;
             else if (!strcmp(a, "--bytes")) bytes_text = v;
             else if (!strcmp(a, "--chips")) chips_text = v;
+            else if (!strcmp(a, "--chunks")) chunks_text = v;
             else algo_name = v;
         } else {
             if (a[0] == '-')
                 return cli_unknown_option("collective", a, (const char *const[]){ "--system",
-                                          "--op", "--bytes", "--chips", "--algo", "--sweep",
-                                          "--help", NULL });
+                                          "--op", "--bytes", "--chips", "--algo", "--chunks",
+                                          "--sweep", "--fast", "--force", "--help", NULL });
             return cli_usage_error("collective: unexpected argument '%s'", a);
         }
     }
@@ -130,6 +135,12 @@ int cli_collective(int argc, char **argv)
         return cli_usage_error("collective: --chips '%s': expected a whole number from 1 (2 for "
                                "send_recv) to 1048576", chips_text);
 
+    char *end;
+    long chunks = strtol(chunks_text, &end, 10);
+    if (*end || !*chunks_text || chunks < 1 || chunks > 1 << 16)
+        return cli_usage_error("collective: --chunks '%s': expected a whole number from 1 to 65536",
+                               chunks_text);
+
     struct mp_error err = { 0 };
     struct chip_catalog cat;
     struct system sys;
@@ -141,7 +152,7 @@ int cli_collective(int argc, char **argv)
     int *chips = mp_xmalloc((size_t)n * sizeof *chips);
     for (int i = 0; i < n; i++) chips[i] = i;
     struct coll_spec c = { .op = (enum coll_op)op, .algo = (enum coll_algo)algo, .chips = chips,
-                           .n = (int)n, .mb = -1, .stage = -1 };
+                           .n = (int)n, .mb = -1, .stage = -1, .chunks = (int)chunks };
     /* The work of every row, before any runs; and the time of the largest
      * size, which must fit in what mpsim counts (common.h). */
     struct work_estimate w = { .chips = (double)sys.n_chips };
@@ -173,8 +184,10 @@ int cli_collective(int argc, char **argv)
         return cli_fail(&err);
     }
     enum coll_algo used = algo == COLL_AUTO ? collective_pick(&sys, c.op, chips, (int)n) : (enum coll_algo)algo;
-    printf("# %s on %s: %lld × %s, algorithm %s, busbw factor %.4f\n", collective_op_name(c.op),
+    printf("# %s on %s: %lld × %s, algorithm %s, busbw factor %.4f", collective_op_name(c.op),
            sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
+    if (chunks > 1) printf(", %ld chunks in flight%s", chunks, used == COLL_RING ? "" : " (ring only: ignored)");
+    printf("\n");
     printf("# time: alpha-beta (run.fidelity = fast); detailed: the engine over the expanded "
            "transfers\n");
     printf("%14s %12s %10s %10s %14s\n", "size (B)", "time (us)", "algbw GB/s", "busbw GB/s",

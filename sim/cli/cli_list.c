@@ -6,6 +6,7 @@
 
 #include "hardware/chip.h"
 #include "cli.h"
+#include "sim/serve/serve.h"
 #include "sim/io/config.h"
 #include "models/model.h"
 #include "sim/strategy/schedule.h"
@@ -41,9 +42,12 @@ static const char list_usage_text[] =
     "  systems    the system presets (hardware/systems/*.ini): chips per node and the\n"
     "             scale-up (inside a node) and scale-out (between nodes) bandwidths\n"
     "  schedules  the pipeline schedules\n"
+    "  schedulers the serving schedulers (inference.scheduler) and the systems they mirror\n"
+    "  routers    the serving routers (inference.router)\n"
     "  keys       every scenario key with its default and meaning\n";
 
-static const char *const list_whats[] = { "models", "chips", "systems", "schedules", "keys", NULL };
+static const char *const list_whats[] = { "models", "chips", "systems", "schedules", "keys",
+                                          "schedulers", "routers", NULL };
 
 /* A bandwidth per chip per direction for a table: "450 GB/s", "free". */
 static void fmt_bw(char *buf, size_t size, double bw)
@@ -70,13 +74,20 @@ int cli_list(int argc, char **argv)
         fputs(list_usage_text, stdout);
         return MP_OK;
     }
-    if (argc != 1) return cli_usage_error("%s", "list: usage: mpsim list models|chips|systems|schedules|keys");
+    if (argc != 1) return cli_usage_error("%s", "list: usage: mpsim list models|chips|systems|schedules|schedulers|routers|keys");
     const char *what = argv[0];
     struct mp_error err = { 0 };
     static char names[256][128];
     if (!strcmp(what, "schedules")) {
         for (int i = 0; schedule_kinds[i]; i++)
             printf("%-12s %s\n", schedule_kinds[i]->name, schedule_kinds[i]->summary);
+    } else if (!strcmp(what, "schedulers") || !strcmp(what, "routers")) {
+        /* Serving's registries (sim/serve/serve.h). */
+        const char *name, *summary;
+        bool sched = what[6] == 'l';
+        for (int i = 0; (name = sched ? serve_scheduler_name(i, &summary)
+                                      : serve_router_name(i, &summary)); i++)
+            printf("%-18s %s\n", name, summary);
     } else if (!strcmp(what, "keys")) {
         cli_print_keys(stdout);
     } else if (!strcmp(what, "models")) {
@@ -150,7 +161,7 @@ int cli_list(int argc, char **argv)
     {
         const char *near = cli_closest(what, list_whats);
         fprintf(stderr, "mpsim: list: unknown '%s'%s%s%s; choose models, chips, systems, "
-                        "schedules or keys\n(see `mpsim list --help`)\n", what,
+                        "schedules, schedulers, routers or keys\n(see `mpsim list --help`)\n", what,
                 near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
         return MP_ERR_INPUT;
     }

@@ -4,6 +4,7 @@
 
 #include "cli.h"
 #include "sim/io/config.h"
+#include "sim/serve/serve.h"
 #include "sim/train/report.h"
 #include "sim/train/sim.h"
 
@@ -21,6 +22,7 @@ static const char run_usage_text[] =
     "                           hardware/kernels.csv line that priced them (--json: key breakdown)\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
     "  --force                  run past the work budget (below)\n"
+    "  --slo ttft=T,tpot=T      serving: goodput counts requests meeting these (also e2e=T)\n"
     "\n"
     "Outputs are written to a temporary file and renamed when complete (a device or\n"
     "FIFO is written directly); two outputs may not name one file. Interrupted\n"
@@ -39,6 +41,7 @@ int cli_run(int argc, char **argv)
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
     bool json = false, validate = false, breakdown = false, detail = false, force = false;
     double tokens = 0;
+    const char *slo = NULL;
     struct mp_error err = { 0 };
     /* First pass: flags and the scenario path; --set is applied after loading. */
     for (int i = 0; i < argc; i++) {
@@ -58,18 +61,19 @@ int cli_run(int argc, char **argv)
         } else if (!strcmp(a, "--timeline-detail")) {
             detail = true;
         } else if (!strcmp(a, "--set") || !strcmp(a, "--timeline") || !strcmp(a, "--trace") ||
-                   !strcmp(a, "--tokens")) {
+                   !strcmp(a, "--tokens") || !strcmp(a, "--slo")) {
             if (i + 1 >= argc) return cli_usage_error("run: %s needs a value", a);
             if (!strcmp(a, "--tokens") && cost_parse_tokens(argv[i + 1], &tokens))
                 return cli_usage_error("--tokens: expected a token count > 0 such as 1T, 300B "
                                        "or 1e12, got '%s'", argv[i + 1]);
             if (!strcmp(a, "--timeline")) timeline = argv[i + 1];
             if (!strcmp(a, "--trace")) trace = argv[i + 1];
+            if (!strcmp(a, "--slo")) slo = argv[i + 1];
             i++;
         } else if (a[0] == '-' && a[1]) {
             return cli_unknown_option("run", a, (const char *const[]){ "--set", "--json",
                                       "--timeline", "--trace", "--validate", "--tokens",
-                                      "--breakdown", "--timeline-detail", "--force", "--help", NULL });
+                                      "--slo", "--breakdown", "--timeline-detail", "--force", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("run: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -85,6 +89,11 @@ int cli_run(int argc, char **argv)
 
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
+    /* --slo sets the serving SLO keys (and so asks for serving). */
+    if (slo && !cfg.inference.present)
+        return cli_usage_error("run: --slo is for serving scenarios (an [inference] section); "
+                               "%s has none", scenario);
+    if (slo && serve_parse_slo(&cfg, slo, "--slo", &err)) return cli_fail(&err);
     /* [device_map] policy: generate the way Accelerate runs the placement. */
     if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace, force);
     /* An [inference] section (or any inference.* key) asks for serving. */

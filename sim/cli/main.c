@@ -22,6 +22,7 @@ static const char usage_text[] =
     "            [--jobs N] [--resume] [--best METRIC] [--pareto X,Y]\n"
     "            [--chips N]                           (--chips: hold the machine at N)\n"
     "  mpsim search SCENARIO.ini --chips N [--top N]   best layouts for N chips\n"
+    "  mpsim serve-plan SCENARIO.ini --rate R --slo ttft=T,tpot=T   cheapest serving layout\n"
     "  mpsim explain SCENARIO.ini [--set ...] [--json] where the step goes, and levers\n"
     "  mpsim compare A.ini|A.json B.ini|B.json [--set ...] two runs side by side\n"
     "  mpsim import megatron 'ARGS...' | import deepspeed ds_config.json [--set ...]\n"
@@ -63,6 +64,7 @@ static const struct command commands[] = {
     { "explain", cli_explain },
     { "compare", cli_compare },
     { "import", cli_import },
+    { "serve-plan", cli_serve_plan },
     { "model", cli_model },
     { NULL, NULL },
 };

@@ -35,18 +35,23 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     for (int l = 0; l < g->n_links; l++)
         e->link_holder[l] = e->link_wait_head[l] = e->link_wait_tail[l] = NONE;
     if (g->n_rings) {
-        e->ring_step = mp_xcalloc(n, sizeof *e->ring_step);
-        /* Each ring member's neighbours, found once rather than per step. */
+        e->ring_sent = mp_xcalloc(n, sizeof *e->ring_sent);
+        e->ring_arrived = mp_xcalloc(n, sizeof *e->ring_arrived);
+        /* Each ring member's neighbours and ring, found once rather than per
+         * transfer. */
         e->ring_prev = mp_xmalloc(n * sizeof *e->ring_prev);
         e->ring_next = mp_xmalloc(n * sizeof *e->ring_next);
+        e->ring_of = mp_xmalloc(n * sizeof *e->ring_of);
         for (int r = 0; r < g->n_rings; r++) {
             const struct tg_ring *x = &g->rings[r];
             for (int i = 0; i < x->n; i++) {
                 e->ring_prev[x->first + i] = x->first + (i + x->n - 1) % x->n;
                 e->ring_next[x->first + i] = x->first + (i + 1) % x->n;
+                e->ring_of[x->first + i] = r;
             }
         }
     }
+    if (g->period) skip_init(e);
 }
 
 void engine_release(struct engine *e)
@@ -64,9 +69,12 @@ void engine_release(struct engine *e)
     free(e->link_holder);
     free(e->link_wait_head);
     free(e->link_wait_tail);
-    free(e->ring_step);
+    free(e->ring_sent);
+    free(e->ring_arrived);
     free(e->ring_prev);
     free(e->ring_next);
+    free(e->ring_of);
+    skip_release(e);
     free(e->released_by);
     memset(e, 0, sizeof *e);
 }
@@ -80,12 +88,12 @@ static void mem_change(struct engine *e, int chip, int cat, double delta)
     if (total > m->peak) {
         m->peak = total;
         memcpy(m->at_peak, m->current, sizeof m->at_peak);
-        m->peak_time = e->now;
+        m->peak_time = e->now + e->shift;
     }
     if (e->record_memory) {
         MP_GROW(e->mem_log, e->cap_mem_log, e->n_mem_log + 1);
         e->mem_log[e->n_mem_log++] = (struct mem_event){
-            .time = e->now, .chip = chip, .cat = (uint8_t)cat, .delta = delta,
+            .time = e->now + e->shift, .chip = chip, .cat = (uint8_t)cat, .delta = delta,
             .in_use = total,
         };
     }
@@ -102,6 +110,12 @@ static void link_enqueue(struct engine *e, int link, int op)
     e->link_wait_tail[link] = op;
 }
 
+/* Event payloads: the op index times 4, plus what its event does. A transfer
+ * with latency has two events: its last byte leaves (the stream and links
+ * come free) and, the latency later, it arrives (it ends). Everything else,
+ * and a transfer with no latency, has one event doing both. */
+enum { EV_RELEASE = 1, EV_END = 2 };
+
 /* Start the op heading stream `s` if everything it needs is free. */
 static void try_start(struct engine *e, int s)
 {
@@ -110,12 +124,14 @@ static void try_start(struct engine *e, int s)
     int id = g->stream_ops[e->next[s]];
     if (e->pending[id] > 0 || e->waiting[id]) return;
     const struct op *o = &g->ops[id];
-    int step = 0;
+    int t = 0;
     if (o->kind == OP_RING) {
-        /* Step k needs step k−1 of the ring's previous member to have ended,
-         * as the k-th transfer of the expanded ring depends on it. */
-        step = e->ring_step[id];
-        if (step > 0 && e->ring_step[e->ring_prev[id]] < step) return;
+        /* Transfer t (step t / chunks, chunk t % chunks) needs the same chunk
+         * of the step before to have arrived from the ring's previous member,
+         * as the t-th transfer of the expanded ring depends on it. */
+        const struct tg_ring *r = &g->rings[e->ring_of[id]];
+        t = e->ring_sent[id];
+        if (t >= r->chunks && e->ring_arrived[e->ring_prev[id]] <= t - r->chunks) return;
     }
     /* A graph with no transfers has no route array: NULL + 0 is undefined. */
     const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
@@ -127,14 +143,23 @@ static void try_start(struct engine *e, int s)
     }
     for (int i = 0; i < o->route_len; i++) e->link_holder[route[i]] = id;
     e->busy[s] = true;
-    /* A ring op keeps the head of its stream until its last step ends. */
-    if (o->kind != OP_RING) e->next[s]++;
-    if (step == 0) {
-        e->start[id] = e->now;
+    /* A ring op keeps the head of its stream until its last transfer starts. */
+    if (o->kind != OP_RING || ++e->ring_sent[id] == g->rings[e->ring_of[id]].steps) e->next[s]++;
+    if (t == 0) {
+        e->start[id] = e->now + e->shift;
         if (e->released_by) e->released_by[id] = e->cur;
         if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
     }
-    eventq_schedule(&e->q, e->now + o->duration, 0, id);
+    uint32_t h;
+    if (o->latency > 0) {
+        h = eventq_schedule(&e->q, e->now + (o->duration - o->latency), 0, (int64_t)id * 4 + EV_RELEASE);
+        if (e->skip) skip_note_event(e, id, h, EV_RELEASE);
+        h = eventq_schedule(&e->q, e->now + o->duration, 0, (int64_t)id * 4 + EV_END);
+        if (e->skip) skip_note_event(e, id, h, EV_END);
+    } else {
+        h = eventq_schedule(&e->q, e->now + o->duration, 0, (int64_t)id * 4 + (EV_RELEASE | EV_END));
+        if (e->skip) skip_note_event(e, id, h, EV_RELEASE | EV_END);
+    }
 }
 
 static int stream_of(const struct op *o) { return o->chip * N_STREAMS + o->stream; }
@@ -154,40 +179,73 @@ static void link_release(struct engine *e, int link)
     }
 }
 
-static void on_op_end(void *ctx, const struct eventq_event *ev)
+static void release_links(struct engine *e, const struct op *o)
 {
-    struct engine *e = ctx;
-    const struct taskgraph *g = e->g;
-    int id = (int)ev->data;
-    const struct op *o = &g->ops[id];
-    e->now = ev->time;
-    e->cur = id;
-    int s = stream_of(o);
-    e->busy[s] = false;
-    if (o->kind == OP_RING) {
-        /* One step of a ring op ended. Until the last, it is an expanded
-         * transfer whose only successor is the next member's next step. */
-        const struct tg_ring *r = tg_ring_of(g, id);
-        int step = ++e->ring_step[id];
-        if (step < r->steps) {
-            const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
-            for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
-            try_start(e, stream_of(&g->ops[e->ring_next[id]]));
-            try_start(e, s);
-            return;
-        }
-        e->next[s]++;
-    }
-    e->end[id] = ev->time;
+    const int32_t *route = o->route_len ? e->g->route + o->route_off : NULL;
+    for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
+}
+
+/* The op ends: it is done, its memory goes back, its successors may start. */
+static void op_done(struct engine *e, int id, const struct op *o, mp_time t)
+{
+    /* A skip (skip.c) sets the end of an op in flight across it beforehand. */
+    if (e->end[id] == NONE) e->end[id] = t + e->shift;
     e->done++;
     if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
-    const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
-    for (int i = 0; i < o->route_len; i++) link_release(e, route[i]);
+}
+
+static void wake_successors(struct engine *e, int id)
+{
+    const struct taskgraph *g = e->g;
     for (int k = g->succ_off[id]; k < g->succ_off[id + 1]; k++) {
         int next = g->succ[k];
         if (--e->pending[next] == 0) try_start(e, stream_of(&g->ops[next]));
     }
-    try_start(e, s);
+}
+
+static void on_op_end(void *ctx, const struct eventq_event *ev)
+{
+    struct engine *e = ctx;
+    const struct taskgraph *g = e->g;
+    int id = (int)(ev->data >> 2), what = (int)(ev->data & 3);
+    const struct op *o = &g->ops[id];
+    e->now = ev->time;
+    e->cur = id;
+    int s = stream_of(o);
+    if (o->kind == OP_RING) {
+        /* One transfer of a ring op: its bytes left (the stream and links
+         * come free for the next) and/or it arrived (the next member may
+         * send what it carried on). The op ends with its last arrival. */
+        const struct tg_ring *r = &g->rings[e->ring_of[id]];
+        if (what & EV_RELEASE) {
+            e->busy[s] = false;
+            release_links(e, o);
+        }
+        bool last = false;
+        if (what & EV_END) {
+            last = ++e->ring_arrived[id] == r->steps;
+            if (!last) try_start(e, stream_of(&g->ops[e->ring_next[id]]));
+        }
+        if (last) {
+            op_done(e, id, o, ev->time);
+            wake_successors(e, id);
+        }
+        try_start(e, s);
+    } else if (what == (EV_RELEASE | EV_END)) {
+        e->busy[s] = false;
+        op_done(e, id, o, ev->time);
+        release_links(e, o);
+        wake_successors(e, id);
+        try_start(e, s);
+    } else if (what == EV_RELEASE) {
+        e->busy[s] = false;
+        release_links(e, o);
+        try_start(e, s);
+    } else {
+        op_done(e, id, o, ev->time);
+        wake_successors(e, id);
+    }
+    if (e->skip) skip_after_event(e, id, what);
 }
 
 int engine_run(struct engine *e, struct mp_error *err)
@@ -204,9 +262,12 @@ int engine_run(struct engine *e, struct mp_error *err)
             double b = g->static_mem[(size_t)chip * N_MEM_CATS + c];
             if (b > 0) mem_change(e, chip, c, b);
         }
+    /* A declared period that does not hold: nothing to run (the caller
+     * runs the full graph). */
+    if (engine_skip_failed(e)) return MP_OK;
     for (int s = 0; s < n_streams(g); s++) try_start(e, s);
     e->events += eventq_run(&e->q, on_op_end, e);
-    if (e->done == g->n_ops) return MP_OK;
+    if (e->done == g->n_ops || engine_skip_failed(e)) return MP_OK;
 
     /* Stuck: name the streams whose next op never became ready. */
     char buf[700] = "";
@@ -231,5 +292,8 @@ mp_time engine_makespan(const struct engine *e)
     mp_time t = 0;
     for (int i = 0; i < e->g->n_ops; i++)
         if (e->end[i] > t) t = e->end[i];
-    return t;
+    /* The left-out periods end before the ops after them, but with latency
+     * in flight that is not certain: count them (skip.c). */
+    mp_time k = skip_inserted_last_end(e);
+    return k > t ? k : t;
 }

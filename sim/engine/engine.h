@@ -5,8 +5,27 @@
  * an op starts when it heads its stream, its dependencies are done, the
  * stream is free and (for a transfer) every link on its route is free. A link
  * carries one transfer at a time; waiting transfers queue on it in arrival
- * order, so contention is simulated, not assumed away. Only op ends are
- * events; starts happen inside the end handler that frees the op to run. */
+ * order, so contention is simulated, not assumed away. A transfer holds its
+ * stream and the links of its route for its serialization time (duration −
+ * latency) and arrives (ends, for its dependents) after the latency too, so
+ * chunks in flight pay the latency once (DESIGN.md §2). Only op ends (and a
+ * transfer's last byte leaving) are events; starts happen inside the handler
+ * that frees the op to run.
+ *
+ * Steady-state skipping (skip.c). When the graph declares a period
+ * (taskgraph.h, struct tg_period), the engine takes a snapshot of its state
+ * each time the reference stream completes a period: every stream's next op
+ * and whether it is busy, every event pending (op, what it does, time
+ * relative to the snapshot, in queue order), every link's holder and queue,
+ * every chip's memory in use. When two snapshots a period apart agree (ops
+ * mapped one period on, times shifted by the period Δ, memory bit for bit),
+ * the run from there on is the one from a period earlier shifted by Δ, so
+ * the engine jumps: it inserts the graph's `elided` periods, each a copy of
+ * the period just run, and carries on with every time it records shifted by
+ * elided × Δ. The ops of the step as simulated in full are then reached
+ * through engine_stream_len / engine_stream_op. When no two snapshots agree
+ * by the end of the declared window the run stops early and
+ * engine_skip_failed says so: the caller simulates the full graph instead. */
 #ifndef MPSIM_ENGINE_H
 #define MPSIM_ENGINE_H
 
@@ -59,8 +78,12 @@ struct engine {
     int32_t *link_holder;           /* per link: op holding it, -1 free */
     int32_t *link_wait_head, *link_wait_tail, *wait_next; /* FIFO per link */
     bool *waiting;                  /* per op: queued on a link */
-    int32_t *ring_step;             /* per op: steps of an OP_RING ended (NULL: no rings) */
+    int32_t *ring_sent, *ring_arrived; /* per op: transfers of an OP_RING started, arrived (NULL: no rings) */
     int32_t *ring_prev, *ring_next; /* per op: neighbours in its ring */
+    int32_t *ring_of;               /* per op: its ring in g->rings */
+    /* Steady-state skipping (skip.c): */
+    mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
+    struct engine_skip *skip;       /* NULL when the graph declares no period */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
@@ -73,7 +96,84 @@ void engine_release(struct engine *e);
  * the stuck streams and the ops they wait on. */
 int engine_run(struct engine *e, struct mp_error *err);
 
-/* Makespan: latest op end (time 0 is the start). */
+/* Makespan: latest op end (time 0 is the start), left-out periods included. */
 mp_time engine_makespan(const struct engine *e);
+
+/* ---- steady-state skipping (skip.c) ---- */
+
+/* Periods left out by the jump (0: none; the graph's ops are the step's). */
+int64_t engine_skipped_periods(const struct engine *e);
+
+/* The time Δ after which the state repeated (one declared period, or two
+ * when two kinds alternate), 0 without a jump. */
+mp_time engine_period(const struct engine *e);
+
+/* True when the graph declared a period but its state never repeated in the
+ * window: engine_run stopped early and the times are not the step's. */
+bool engine_skip_failed(const struct engine *e);
+
+/* Ops of stream `s` (chip × N_STREAMS + stream) in the step as simulated in
+ * full: the graph's, plus the left-out periods'. */
+int64_t engine_stream_len(const struct engine *e, int s);
+
+/* The i-th of them (0 ≤ i < engine_stream_len): the graph op that stands for
+ * it, with in *shift the time to add to that op's e->start and e->end. */
+int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift);
+
+/* The left-out periods on stream `s`: their number K (0: none), and in the
+ * step as simulated in full they are the ops at positions *at .. *at +
+ * K·*len − 1, *len per repetition, the k-th (1-based) a copy of the *len
+ * ops before *at shifted by k·engine_period. (K counts repetitions: the
+ * declared periods ÷ 1 or 2, see engine_period.) */
+int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *len);
+
+/* Σ (end − start) over the ops of stream `s` in the step as simulated in
+ * full, and their latest end (−1: no ops); both in the graph's op count. */
+mp_time engine_stream_busy(const struct engine *e, int s);
+mp_time engine_stream_last_end(const struct engine *e, int s);
+
+/* An op of the step as simulated in full, as a run with periods left out
+ * stands for it: graph op `id`, `ahead` declared periods later (its copy in
+ * a left-out period, or an op after them). Without a jump `ahead` is 0 and
+ * the op is the graph's. For reading a skipped run through its
+ * dependencies (the step accounting, sim/train/step_split.c). */
+struct engine_fop {
+    int32_t id;     /* -1: none */
+    int64_t ahead;
+};
+
+/* Position `q` of stream `s` in the full step (engine_stream_len). */
+struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q);
+
+/* The time to add to e->start[f.id] and e->end[f.id] for op `f`. */
+mp_time engine_fop_shift(const struct engine *e, struct engine_fop f);
+
+/* In the full step, the predecessor of `f` that the graph's edge u → f.id
+ * stands for (the graph repeats, so it is u as many periods ahead), and the
+ * op before `f` on its stream (id −1 at the stream's start). */
+struct engine_fop engine_fop_pred(const struct engine *e, struct engine_fop f, int u);
+struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f);
+
+/* Op `f`'s position on its stream in the full step. */
+int64_t engine_fop_pos(const struct engine *e, struct engine_fop f);
+
+/* How many ops of the full step graph op `id` stands for: 1, or 1 + the
+ * repetitions put back for an op of the periods copied. */
+int64_t engine_op_count(const struct engine *e, int id);
+
+/* Fill `out` (engine_init'ed on `full`, not run) with the run of `full` as
+ * `e` simulated it with periods left out: every op's start and end, the
+ * memory peaks and, when e recorded them, the memory log and (when `out`
+ * asks, record_released) released_by, expanded from the periods. `full` must be the graph `e->g` stands for (its streams in the
+ * same order, with the left-out periods in place), which is checked op by
+ * op (kind, duration): MP_ERR_INTERNAL when it is not. */
+int engine_expand(const struct engine *e, struct engine *out, struct mp_error *err);
+
+/* Internal to the engine (engine.c calls them; skip.c defines them). */
+void skip_init(struct engine *e);
+void skip_release(struct engine *e);
+void skip_note_event(struct engine *e, int id, uint32_t handle, int what);
+void skip_after_event(struct engine *e, int id, int what);
+mp_time skip_inserted_last_end(const struct engine *e);
 
 #endif

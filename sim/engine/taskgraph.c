@@ -37,6 +37,12 @@ void tg_release(struct taskgraph *g)
     free(g->n_deps);
     free(g->stream_off);
     free(g->stream_ops);
+    if (g->period) {
+        free(g->period->lo);
+        free(g->period->hi);
+        free(g->period->len);
+        free(g->period);
+    }
     memset(g, 0, sizeof *g);
 }
 
@@ -45,7 +51,7 @@ int tg_add(struct taskgraph *g, const struct op *op)
     assert(!g->finalized);
     assert(op->chip >= 0 && op->chip < g->n_chips);
     assert(op->stream < N_STREAMS);
-    assert(op->duration >= 0);
+    assert(op->duration >= 0 && op->latency >= 0 && op->latency <= op->duration);
     g->wanted_ops++;
     int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
     if (g->over || g->n_ops >= cap) {
@@ -76,13 +82,37 @@ int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, 
 
 void tg_add_ring(struct taskgraph *g, int first, int n, int steps)
 {
+    tg_add_ring_chunked(g, first, n, steps, 1);
+}
+
+void tg_add_ring_chunked(struct taskgraph *g, int first, int n, int steps, int chunks)
+{
     if (g->over) return;
     assert(!g->finalized && n >= 2 && steps >= 1 && first >= 0 && first + n <= g->n_ops);
+    assert(chunks >= 1 && steps % chunks == 0);
     assert(g->n_rings == 0 || g->rings[g->n_rings - 1].first + g->rings[g->n_rings - 1].n <= first);
     for (int i = first; i < first + n; i++)
         assert(g->ops[i].kind == OP_RING && g->ops[i].stream == STREAM_COMM);
     MP_GROW(g->rings, g->cap_rings, g->n_rings + 1);
-    g->rings[g->n_rings++] = (struct tg_ring){ .first = first, .n = n, .steps = steps };
+    g->rings[g->n_rings++] = (struct tg_ring){ .first = first, .n = n, .steps = steps,
+                                               .chunks = chunks };
+}
+
+void tg_set_period(struct taskgraph *g, const int32_t *lo, const int32_t *hi,
+                   const int32_t *len, int ref, int64_t elided)
+{
+    size_t n = (size_t)g->n_chips * N_STREAMS;
+    assert(ref >= 0 && (size_t)ref < n && elided >= 1);
+    struct tg_period *p = mp_xcalloc(1, sizeof *p);
+    p->lo = mp_xmalloc(n * sizeof *p->lo);
+    p->hi = mp_xmalloc(n * sizeof *p->hi);
+    p->len = mp_xmalloc(n * sizeof *p->len);
+    memcpy(p->lo, lo, n * sizeof *p->lo);
+    memcpy(p->hi, hi, n * sizeof *p->hi);
+    memcpy(p->len, len, n * sizeof *p->len);
+    p->ref = ref;
+    p->elided = elided;
+    g->period = p;
 }
 
 const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id)
@@ -165,7 +195,7 @@ static const char *const tag_names[N_TAGS] = {
     [TAG_OPTIMIZER] = "optimizer", [TAG_SEND] = "send", [TAG_ALL_REDUCE] = "all_reduce",
     [TAG_REDUCE_SCATTER] = "reduce_scatter", [TAG_ALL_GATHER] = "all_gather",
     [TAG_ALL_TO_ALL] = "all_to_all", [TAG_BROADCAST] = "broadcast", [TAG_MEM] = "mem",
-    [TAG_OTHER] = "other",
+    [TAG_OTHER] = "other", [TAG_OFFLOAD] = "offload", [TAG_RELOAD] = "reload",
 };
 
 static const char *const mem_names[N_MEM_CATS] = {
@@ -175,13 +205,20 @@ static const char *const mem_names[N_MEM_CATS] = {
 
 const char *tg_tag_name(enum op_tag tag) { return tag < N_TAGS ? tag_names[tag] : "?"; }
 const char *tg_mem_cat_name(enum mem_cat cat) { return cat < N_MEM_CATS ? mem_names[cat] : "?"; }
-const char *tg_stream_name(enum stream_kind s) { return s == STREAM_COMPUTE ? "compute" : "comm"; }
+const char *tg_stream_name(enum stream_kind s)
+{
+    static const char *const names[N_STREAMS] = {
+        [STREAM_COMPUTE] = "compute", [STREAM_COMM] = "comm", [STREAM_TO_HOST] = "to_host",
+        [STREAM_FROM_HOST] = "from_host",
+    };
+    return s < N_STREAMS ? names[s] : "?";
+}
 
 const char *tg_comm_name(enum comm_kind c)
 {
     static const char *const names[N_COMM_KINDS] = {
         [COMM_NONE] = "none", [COMM_TP] = "tp", [COMM_PP] = "pp", [COMM_DP] = "dp", [COMM_EP] = "ep",
-        [COMM_CP] = "cp",
+        [COMM_CP] = "cp", [COMM_HOST] = "host",
     };
     return c < N_COMM_KINDS ? names[c] : "?";
 }

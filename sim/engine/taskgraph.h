@@ -14,7 +14,9 @@
 
 #include "sim/common.h"
 
-enum stream_kind { STREAM_COMPUTE, STREAM_COMM, N_STREAMS };
+/* A chip's streams: compute, communication (NCCL), and its copy engines to
+ * and from host memory (offload, sim/strategy/offload.h). */
+enum stream_kind { STREAM_COMPUTE, STREAM_COMM, STREAM_TO_HOST, STREAM_FROM_HOST, N_STREAMS };
 
 enum op_kind {
     OP_COMPUTE,    /* holds the compute stream for `duration` */
@@ -29,19 +31,26 @@ enum op_tag {
     TAG_F, TAG_B, TAG_W, TAG_BW, TAG_FB, TAG_OPTIMIZER,
     TAG_SEND, TAG_ALL_REDUCE, TAG_REDUCE_SCATTER, TAG_ALL_GATHER,
     TAG_ALL_TO_ALL, TAG_BROADCAST, TAG_MEM, TAG_OTHER,
+    TAG_OFFLOAD, TAG_RELOAD,   /* copies to and from host memory */
     N_TAGS
 };
 
 /* Which parallelism a communication op serves, for the step accounting
  * (sim/train/step_split.h); the engine ignores it. COMM_CP: context
- * parallelism's K/V ring and all-to-alls (sim/strategy/context.h). */
-enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, N_COMM_KINDS };
+ * parallelism's K/V ring and all-to-alls (sim/strategy/context.h).
+ * COMM_HOST: copies to and from host memory (training.offload). */
+enum comm_kind { COMM_NONE, COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, COMM_HOST, N_COMM_KINDS };
 
 enum mem_cat { MEM_WEIGHTS, MEM_GRADS, MEM_OPTIMIZER, MEM_ACTIVATIONS, MEM_KV,
                MEM_COMM, N_MEM_CATS };
 
 struct op {
     mp_time duration;
+    /* The part of `duration` a transfer spends in flight after its last byte
+     * has left (the route's latency, DESIGN.md §2): it holds its stream and
+     * links for duration − latency and its dependents wait for all of it.
+     * 0 for everything but transfers and ring steps. */
+    mp_time latency;
     double bytes;         /* bytes moved (transfers, collectives); reports only */
     double alloc_bytes;   /* taken from `alloc_cat` when the op starts */
     double free_bytes;    /* returned to `free_cat` when the op ends */
@@ -56,7 +65,25 @@ struct op {
 
 /* A ring of ops first..first+n−1 (tg_add_ring). */
 struct tg_ring {
-    int32_t first, n, steps;
+    int32_t first, n, steps, chunks;
+};
+
+/* The steady state a builder declares (tg_set_period; the engine checks and
+ * uses it, engine.h). Per stream s (chip × N_STREAMS + stream), with ops at
+ * stream positions 0, 1, ...: len[s] ops make one period, and the graph
+ * repeats with that period over positions [lo[s] − len[s], hi[s] + len[s]):
+ * each op there has the kind, duration, latency, memory effect, route and
+ * number of dependencies of the op len[s] positions before it. The builder
+ * promises that the step it stands for is this graph with `elided` more
+ * periods on every stream, inserted at any positions P[s] in [lo[s], hi[s]]
+ * reached at one moment, each inserted period a copy of the len[s] ops
+ * before P[s]. A stream with len[s] = 0 has no periodic part: [lo, hi] is
+ * where its next op may be at that moment. Snapshots are taken as the ops
+ * of stream `ref` at positions lo[ref] + k·len[ref] − 1 end. */
+struct tg_period {
+    int32_t *lo, *hi, *len;   /* [n_chips × N_STREAMS] */
+    int ref;
+    int64_t elided;
 };
 
 struct taskgraph {
@@ -78,6 +105,7 @@ struct taskgraph {
     int max_ops;
     long long wanted_ops;
     bool over;
+    struct tg_period *period; /* the declared steady state; NULL when none */
     /* Built by tg_finalize: */
     int32_t *succ_off, *succ;     /* CSR successor lists */
     int32_t *n_deps;              /* predecessors per op */
@@ -111,6 +139,18 @@ int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, 
  * needs O(n) memory, not O(n²). The op's start is its first step's start,
  * its end its last step's end; each step is one event. */
 void tg_add_ring(struct taskgraph *g, int first, int n, int steps);
+
+/* The same with the buffer cut in `chunks` pieces in flight at once: op i
+ * stands for `steps` transfers, taken step by step and in each step chunk by
+ * chunk (transfer t = step·chunks + chunk); transfer t starts once op i's
+ * stream and links are free (the previous transfer's bytes have left) and
+ * transfer t − chunks of op i−1 has arrived. tg_add_ring is chunks = 1. */
+void tg_add_ring_chunked(struct taskgraph *g, int first, int n, int steps, int chunks);
+
+/* Declare the graph's steady state (struct tg_period): lo, hi and len are
+ * copied ([n_chips × N_STREAMS] each). */
+void tg_set_period(struct taskgraph *g, const int32_t *lo, const int32_t *hi,
+                   const int32_t *len, int ref, int64_t elided);
 
 /* The ring op `id` belongs to (NULL when it is no OP_RING). */
 const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id);

@@ -167,8 +167,15 @@ static double serve_metric(const struct serve *sv, const struct cost *c, const c
     if (!strcmp(name, "requests_per_s")) return r->requests_per_s;
     if (!strcmp(name, "max_inflight")) return r->max_inflight;
     if (!strcmp(name, "kv_peak_fraction")) return r->kv_peak_fraction;
-    if (!strcmp(name, "chips")) return sv->stages;
+    if (!strcmp(name, "chips")) return serve_chips(sv);
     if (!strcmp(name, "usd_per_mtok")) return c->basis != COST_UNKNOWN ? c->usd_per_mtok : NAN;
+    if (!strcmp(name, "usd_per_hour"))
+        return c->basis != COST_UNKNOWN ? c->usd_per_chip_hour * serve_chips(sv) : NAN;
+    if (!strcmp(name, "goodput_frac")) return r->requests ? (double)r->slo_met / r->requests : 0;
+    if (!strcmp(name, "goodput_rps")) return r->goodput_rps;
+    if (!strcmp(name, "itl_p99_s")) return r->itl.q[2];
+    if (!strcmp(name, "preemptions")) return (double)r->preemptions;
+    if (!strcmp(name, "replicas")) return r->replicas;
     return NAN;
 }
 
@@ -244,7 +251,7 @@ static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
         /* Priced like a training step: all stages' chips for the makespan,
          * per million output tokens. */
         struct cost c;
-        cost_compute(&c, &sv->pr.chip, sv->stages, mp_seconds(sv->res.makespan),
+        cost_compute(&c, &sv->pr.chip, serve_chips(sv), mp_seconds(sv->res.makespan),
                      sv->res.output_tokens, 0);
         const struct serve_result *r = &sv->res;
         char span[32];
@@ -252,8 +259,12 @@ static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
         sb_add(b, "%s,%.10g,%.6g,%.6g,%.6g,%.6g,%.6g,%d,%.10g,%d,%.6g,%d,", span,
                r->tokens_per_s, r->ttft[0],
                r->ttft[2], r->tpot[0], r->tpot[2], r->e2e[0], r->completed, r->requests_per_s,
-               r->max_inflight, r->kv_peak_fraction, sv->stages);
+               r->max_inflight, r->kv_peak_fraction, serve_chips(sv));
         if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_mtok);
+        sb_add(b, ",");
+        if (c.basis != COST_UNKNOWN) sb_add(b, "%.6g", c.usd_per_chip_hour * serve_chips(sv));
+        sb_add(b, ",%.6g,%.6g,%.6g,%llu,%d", r->requests ? (double)r->slo_met / r->requests : 0,
+               r->goodput_rps, r->itl.q[2], (unsigned long long)r->preemptions, r->replicas);
         sb_add(b, ",true,\n");
         *metric = serve_metric(sv, &c, best);
     } else {

@@ -39,19 +39,23 @@
  * step_time_s). mfu is empty for a synthetic model (no FLOP count). */
 #define SWEEP_SPLIT_COLUMNS                                                   \
     "compute_s,recompute_s,exposed_tp_s,exposed_cp_s,exposed_pp_s,"           \
-    "exposed_dp_s,exposed_ep_s,bubble_s,optimizer_s,other_s"
+    "exposed_dp_s,exposed_ep_s,exposed_host_s,bubble_s,optimizer_s,other_s"
 #define SWEEP_METRIC_COLUMNS                                                  \
     "step_time_s,tokens_per_s,mfu,bubble,peak_mem_bytes,exposed_comm_s,chips," \
     "usd_per_step,usd_per_mtok,budget_chip_hours," SWEEP_SPLIT_COLUMNS
 
 /* The metric columns of a serving sweep (sim/serve/serve.h): step_time_s is the
  * makespan, tokens_per_s output tokens per second; latencies in seconds
- * over completed requests; chips = pipeline stages; usd_per_mtok per
- * million output tokens (chips × makespan priced as cost.h says). */
+ * over completed requests; chips = every replica's chips; usd_per_mtok per
+ * million output tokens (chips × makespan priced as cost.h says),
+ * usd_per_hour the chips' hourly price; goodput_frac the share of requests
+ * meeting the SLO keys (inference.slo_*; all of them when none is set),
+ * goodput_rps those per second. */
 #define SWEEP_SERVE_COLUMNS                                                   \
     "step_time_s,tokens_per_s,ttft_p50_s,ttft_p99_s,tpot_p50_s,tpot_p99_s,"    \
     "e2e_p50_s,requests_completed,requests_per_s,max_inflight,"               \
-    "kv_peak_fraction,chips,usd_per_mtok"
+    "kv_peak_fraction,chips,usd_per_mtok,usd_per_hour,goodput_frac,"          \
+    "goodput_rps,itl_p99_s,preemptions,replicas"
 
 /* The most points one sweep may have; a grid larger than this is almost
  * certainly a typo in a range. */

@@ -142,7 +142,8 @@ bool sweep_table_feasible(const struct sweep_table *t, int row)
 int sweep_metric_sense(const char *column)
 {
     return !strcmp(column, "tokens_per_s") || !strcmp(column, "mfu") ||
-                   !strcmp(column, "requests_completed") || !strcmp(column, "requests_per_s")
+                   !strcmp(column, "requests_completed") || !strcmp(column, "requests_per_s") ||
+                   !strcmp(column, "goodput_frac") || !strcmp(column, "goodput_rps")
                ? +1 : -1;
 }
 
@@ -260,12 +261,12 @@ static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, i
     double worst;
     int c_comp = sweep_table_col(t, "compute_s"), c_bub = sweep_table_col(t, "bubble_s");
     if (c_comp >= 0 && c_bub >= 0) {
-        static const char *const comm[] = { "tp", "cp", "pp", "dp", "ep" };
+        static const char *const comm[] = { "tp", "cp", "pp", "dp", "ep", "host" };
         double d_comp = num0(t, nb, c_comp) - num0(t, best, c_comp);
         int c_rc = sweep_table_col(t, "recompute_s");
         d_comp += num0(t, nb, c_rc) - num0(t, best, c_rc);
-        double d_bub = num0(t, nb, c_bub) - num0(t, best, c_bub), d_comm = 0, d_kind[5];
-        for (int k = 0; k < 5; k++) {
+        double d_bub = num0(t, nb, c_bub) - num0(t, best, c_bub), d_comm = 0, d_kind[6];
+        for (int k = 0; k < 6; k++) {
             char name[32];
             snprintf(name, sizeof name, "exposed_%s_s", comm[k]);
             int c = sweep_table_col(t, name);
@@ -276,11 +277,11 @@ static void print_loss(FILE *f, const struct sweep_table *t, int best, int nb, i
         double d_rest = num0(t, nb, c_opt) - num0(t, best, c_opt) + num0(t, nb, c_oth) -
                         num0(t, best, c_oth);
         d_comp = tidy(d_comp), d_bub = tidy(d_bub), d_comm = tidy(d_comm), d_rest = tidy(d_rest);
-        for (int k = 0; k < 5; k++) d_kind[k] = tidy(d_kind[k]);
+        for (int k = 0; k < 6; k++) d_kind[k] = tidy(d_kind[k]);
         fprintf(f, ": step %+.4g s = compute %+.4g s, bubble %+.4g s, exposed comm %+.4g s",
                 tidy(tn - tb), d_comp, d_bub, d_comm);
         int shown = 0;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < 6; k++)
             if (d_kind[k] != 0)
                 fprintf(f, "%s%s %+.3g", shown++ ? ", " : " (", comm[k], d_kind[k]);
         if (shown) fputc(')', f);

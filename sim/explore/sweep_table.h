@@ -48,7 +48,7 @@ double sweep_table_num(const struct sweep_table *t, int row, int col);
 bool sweep_table_feasible(const struct sweep_table *t, int row);
 
 /* +1 when more of `column` is better (tokens_per_s, mfu, requests_completed,
- * requests_per_s), −1 when less is (step time, latencies, bubble, memory,
+ * requests_per_s, goodput_frac, goodput_rps), −1 when less is (step time, latencies, bubble, memory,
  * cost, anything else). */
 int sweep_metric_sense(const char *column);
 

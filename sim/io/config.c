@@ -466,7 +466,7 @@ void config_defaults(struct config *cfg)
     memset(cfg, 0, sizeof *cfg);
     size_t nkeys = 0;
     while (config_keys[nkeys].name) nkeys++;
-    assert(nkeys <= CONFIG_MAX_KEYS && "raise CONFIG_MAX_KEYS (config.h)");
+    assert(nkeys <= CONFIG_KEY_LINES && "raise CONFIG_KEY_LINES (config.h)");
     for (const struct config_key *k = config_keys; k->name; k++) {
         int rc = config_set_key(cfg, k->name, k->fallback, "default", NULL);
         assert(rc == MP_OK && "a default in config_keys[] does not parse");
@@ -497,7 +497,12 @@ int config_set(struct config *cfg, const char *assignment, const char *where,
                        assignment);
     memcpy(key, s, (size_t)(e - s));
     key[e - s] = '\0';
-    return config_set_key(cfg, key, eq + 1, where, err);
+    int rc = config_set_key(cfg, key, eq + 1, where, err);
+    /* An override no longer comes from the file's line: the command line. */
+    const struct config_key *k = config_find_key(key);
+    if (!rc && k && (size_t)(k - config_keys) < CONFIG_KEY_LINES)
+        cfg->key_line[k - config_keys] = -1;
+    return rc;
 }
 
 void config_format_value(const struct config *cfg, const struct config_key *k, char *buf,
@@ -755,6 +760,8 @@ static int loader_handle(void *user, const char *section, const char *name,
         return loader_fail(ld, MP_ERR_INPUT);
     }
     ld->key_line[idx] = ld->line;
+    assert(idx < CONFIG_KEY_LINES && "more keys than CONFIG_KEY_LINES");
+    ld->work.key_line[idx] = ld->line;
     int rc = config_set_key(&ld->work, k->name, value, where, ld->err);
     if (rc != MP_OK) return loader_fail(ld, rc);
     ld->work.key_line[idx] = ld->line;
@@ -835,6 +842,17 @@ int config_load(struct config *cfg, const char *path, struct mp_error *err)
     free(ld.lines);
     free(ld.key_line);
     return status;
+}
+
+const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size)
+{
+    const struct config_key *k = config_find_key(key);
+    size_t idx = k ? (size_t)(k - config_keys) : CONFIG_KEY_LINES;
+    int line = idx < CONFIG_KEY_LINES ? cfg->key_line[idx] : 0;
+    const char *file = cfg->path[0] ? cfg->path : "scenario";
+    if (line > 0) snprintf(buf, size, "%s:%d: key %s", file, line, key);
+    else snprintf(buf, size, "%s: key %s", file, key);
+    return buf;
 }
 
 /* ---- finding presets ---------------------------------------------------- */

@@ -18,18 +18,23 @@
 enum model_kind { MODEL_TRANSFORMER, MODEL_SYNTHETIC };
 enum recompute_kind { RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL };
 /* [inference] choices, in the key table's order (sim/serve/serve.h). */
-enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE };
-enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL };
+enum serve_arrivals { ARRIVALS_POISSON, ARRIVALS_TRACE, ARRIVALS_GAMMA };
+enum serve_dist { DIST_FIXED, DIST_UNIFORM, DIST_LOGNORMAL, DIST_EMPIRICAL };
 enum serve_placement { PLACEMENT_PLAN, PLACEMENT_EVEN };
+/* Issue 19 (branch serving): KV cache, preemption, speculative decoding. */
+enum serve_kv_cache { KV_PAGED, KV_RESERVE };
+enum serve_preemption { PREEMPT_RECOMPUTE, PREEMPT_SWAP };
+enum serve_speculative { SPEC_NONE, SPEC_DRAFT, SPEC_MTP };
+enum serve_spec_draw { SPEC_DRAW_BERNOULLI, SPEC_DRAW_EXPECTED };
 /* Training recipes (issue 14; docs/recipes.md), in the key table's order. */
 enum attention_kind { ATTENTION_FLASH, ATTENTION_UNFUSED };
 enum precision_kind { PRECISION_FP32, PRECISION_BF16 };
 enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
-/* The most keys the table may hold (config_defaults asserts it), so that
- * struct config can say where each key was set (key_line). */
-#define CONFIG_MAX_KEYS 256
+/* Room for the line of each key (struct config key_line); more keys than
+ * this is an assertion in config_defaults and config_load. */
+#define CONFIG_KEY_LINES 512
 
 /* Parallel degrees are capped so products of them stay far inside int. */
 #define CONFIG_DEGREE_MAX 1e6
@@ -61,11 +66,6 @@ struct config_int_list {
 
 struct config {
     char path[CONFIG_STR]; /* the scenario file, "" when built from defaults */
-    /* Where each key (by its index in config_keys[]) got its value: the
-     * scenario's line, 0 its default, -1 the command line (--set, --vary).
-     * Messages about a value found wrong later (an unknown schedule or
-     * system) name it with config_where. */
-    int key_line[CONFIG_MAX_KEYS];
     char dir[CONFIG_STR];  /* its folder: relative paths resolve here first */
     char name[128];        /* the scenario's file name without folder and .ini */
 
@@ -121,6 +121,7 @@ struct config {
         bool dp_overlap;    /* gradient buckets sync during the last backward */
         double dp_bucket;   /* bytes of gradients per DP bucket */
         struct config_mem_amount memory_limit; /* zb-auto's activation limit; 0 = pp × M_B */
+        int offload;        /* enum offload_kind (sim/strategy/offload.h) */
         /* The software stack (docs/recipes.md). */
         int attention;      /* enum attention_kind: flash | unfused */
         bool dropout;       /* dropout on attention probabilities and hidden states */
@@ -151,6 +152,36 @@ struct config {
         int concurrency;      /* requests the plan reserves KV for; 0 = auto */
         mp_time horizon;      /* stop serving here; 0 = when every request is done */
         int placement;        /* enum serve_placement: plan | even */
+        /* Issue 19 (branch serving; sim/serve/serve.h, docs/serving.md). */
+        int replicas;         /* copies of the model, each tp x pp (x ep) chips */
+        char router[64];      /* a registered router (serve_router.c) */
+        char scheduler[64];   /* a registered scheduler (serve_sched.c) */
+        int max_num_seqs;     /* vLLM's name for micro_batch; 0 = micro_batch */
+        int max_num_batched_tokens; /* vLLM's name for token_budget; 0 = token_budget */
+        int kv_cache;         /* enum serve_kv_cache: paged | reserve */
+        int block_size;       /* tokens per KV block (paged) */
+        double gpu_memory_utilization; /* share of a chip's memory vLLM may use */
+        int preemption;       /* enum serve_preemption: recompute | swap */
+        double swap_space;    /* bytes of host memory per chip for swapped KV */
+        bool prefix_caching;  /* cache KV blocks by prefix (radix / LRU) */
+        int prefix_tokens;    /* shared system prompt: tokens (0 = none) */
+        int prefix_groups;    /* distinct system prompts */
+        int turns;            /* turns per session (multi-turn) */
+        mp_time think_time;   /* mean gap from a turn's last token to the next turn */
+        double burstiness;    /* Gamma shape of inter-arrival times (arrivals = gamma) */
+        char prompt_file[CONFIG_STR], output_file[CONFIG_STR]; /* empirical length CSVs */
+        char priorities[CONFIG_STR]; /* shares of priority classes, "0.2,0.8" */
+        int max_waiting_tokens;   /* decode_first: decode steps before new prefills */
+        double waiting_served_ratio; /* decode_first: waiting / running to admit */
+        mp_time slo_ttft, slo_tpot, slo_e2e; /* goodput SLO; 0 = not asked */
+        bool disaggregate;    /* separate prefill and decode pools */
+        int prefill_replicas, prefill_tp, prefill_pp; /* 0 tp/pp = parallel.* */
+        int decode_replicas, decode_tp, decode_pp;    /* 0 replicas = inference.replicas */
+        int speculative;      /* enum serve_speculative: none | draft | mtp */
+        char draft_model[CONFIG_STR]; /* draft preset or config.json (speculative = draft) */
+        int spec_tokens;      /* k proposed tokens per step */
+        double spec_acceptance; /* alpha: each proposal accepted with this probability */
+        int spec_draw;        /* enum serve_spec_draw: bernoulli | expected */
     } inference;
 
     /* Expert parallelism (sim/strategy/experts.h): how tokens pick experts
@@ -172,6 +203,7 @@ struct config {
         uint64_t seed;
         int fidelity;       /* enum fidelity (collective.h): fast | detailed */
         int collective;     /* enum coll_algo (collective.h): auto | ring | ... */
+        bool steady_skip;   /* skip repeating periods of the steady state (engine.h) */
     } run;
 
     /* Keys given by the scenario or --set (bit i: config_keys[i]), so a
@@ -185,6 +217,12 @@ struct config {
         char max_memory[CONFIG_STR]; /* "0=10GiB,cpu=64GiB"; "auto" = Accelerate's defaults */
         int quantization;   /* enum config_devmap_quant */
     } device_map;
+
+    /* Where each key (by its index in config_keys[]) got its value: the
+     * scenario's line, 0 its default, -1 the command line (--set, --vary).
+     * Messages about a value found wrong later (an unknown schedule or
+     * system) name it with config_where or config_key_where. */
+    int key_line[CONFIG_KEY_LINES];
 };
 
 /* [device_map] choices, in the key table's order. */
@@ -271,6 +309,12 @@ void config_where(const struct config *cfg, const char *name, char *buf, size_t 
  * is prefixed with config_where, so it names the file, line and key. */
 int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
                        const char *ext, char *out, size_t size, struct mp_error *err);
+
+/* Where key `key` was set, for a message: "FILE:LINE: key KEY" when the
+ * scenario file set it, "FILE: key KEY" when a default or --set did (or
+ * "scenario: key KEY" without a file). Returns buf. */
+const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size);
+
 /* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
 
 /* Set a key's value without recording it as given (recipes use it). */

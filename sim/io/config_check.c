@@ -101,8 +101,10 @@ int config_check(const struct config *cfg, struct mp_error *err)
                        cfg->training.global_batch / per_step, passes, STAGE_PASSES_MAX);
     /* EP draws its ranks from the tp × cp × dp chips of a stage (Megatron's
      * expert parallelism inside data parallelism, experts not TP-split;
-     * with CP the expert layers see the CP ranks' tokens as more data). */
-    if (cfg->parallel.ep > 1 &&
+     * with CP the expert layers see the CP ranks' tokens as more data).
+     * Serving has its own rule (ep a multiple of tp: data-parallel attention
+     * ranks, sim/serve/serve_layout.c). */
+    if (cfg->parallel.ep > 1 && !cfg->inference.present &&
         ((long long)cfg->parallel.tp * cfg->parallel.cp * cfg->parallel.dp) % cfg->parallel.ep != 0)
         return mp_fail(err, MP_ERR_INPUT,
                        "%skey parallel.ep = %d: expected a divisor of parallel.tp × parallel.cp × "

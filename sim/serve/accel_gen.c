@@ -240,7 +240,7 @@ static int check_memory(struct runner *x, struct mp_error *err)
     const struct accel_setup *a = x->a;
     const struct model *m = &a->model;
     struct accel_gen *g = x->g;
-    double tokens = (double)g->batch * (g->prompt + g->output);
+    double tokens = (double)g->batch * ((double)g->prompt + g->output);
     double transit = 0;
     struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = 1,
                               .weight_bits = priced_bits(&a->dtype), .kv_bits = a->cfg.model.kv_bits };

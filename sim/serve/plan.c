@@ -14,7 +14,8 @@ static void layer_cost(const struct model *m, int layer, const struct plan_param
                        struct layer_cost *lc)
 {
     struct cost_params cp = { .seq_len = 1, .micro_batch = 1, .tp = p->tp,
-                              .weight_bits = p->weight_bits, .kv_bits = p->kv_bits };
+                              .weight_bits = p->weight_bits, .kv_bits = p->kv_bits,
+                              .ep = p->ep };
     model_layer_cost(m, layer, &cp, lc);
 }
 
@@ -279,6 +280,9 @@ int plan_run(struct plan_run *r, const struct config *cfg, struct mp_error *err)
         .chip_mem = r->chip.mem_bytes, .tp = cfg->parallel.tp,
         .weight_bits = cfg->model.weight_bits, .kv_bits = cfg->model.kv_bits,
         .context_len = cfg->inference.context_len, .concurrency = cfg->inference.concurrency,
+        /* Expert parallelism splits the experts of a serving replica (issue
+         * 19); a training scenario's plan keeps them whole, as before. */
+        .ep = cfg->inference.present && cfg->parallel.ep > 1 ? cfg->parallel.ep : 1,
     };
     if (cfg->inference.placement == PLACEMENT_EVEN)
         rc = plan_even(&r->plan, &r->model, &p, cfg->parallel.pp, err);

@@ -33,6 +33,8 @@
 struct plan_params {
     double chip_mem;   /* bytes per chip */
     int tp;            /* chips per stage: each layer split over them */
+    int ep;            /* serving with expert parallelism: routed experts split over ep
+                          chips (0 or 1: none); weights per chip count experts / ep */
     int weight_bits, kv_bits;
     int context_len;   /* tokens of one request the KV reserve is sized for */
     int concurrency;   /* requests to reserve for; 0 = auto */

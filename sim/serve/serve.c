@@ -1,18 +1,20 @@
-/* serve.c — serving through a pipeline of chips; see serve.h for the model.
+/* serve.c — serving on replicas of a pipeline of chips; see serve.h for the
+ * model.
  *
- * Steps: check the [inference] keys, place the model (plan.c), load the
- * system for that many chips, price each stage's layers once
- * (serve_price.c), generate or read the requests (serve_workload.c), run the
- * event loop (here, or the walk-at-a-time loop of serve_fast.c), fold the
- * request times into metrics (quantiles with gsl_sort + gsl_stats). */
+ * Steps: check the [inference] keys, place the model (plan.c), lay the
+ * replicas out on the system (serve_layout.c), price each stage's layers
+ * once (serve_price.c), size the KV pools (serve_kv.c), generate or read the
+ * requests (serve_workload.c), run the event loop (here, or the
+ * walk-at-a-time loop of serve_fast.c), fold the request times into metrics
+ * (serve_metrics.c). Each replica's scheduler forms its passes
+ * (serve_sched.c); the router sends arrivals to replicas (serve_router.c). */
 #include "serve_impl.h"
 
 #include "sim/io/budget.h"
 
 #include <assert.h>
 #include <gsl/gsl_errno.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
+#include <gsl/gsl_randist.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -24,268 +26,434 @@ int serve_check_config(const struct config *cfg, struct mp_error *err)
 {
     const char *w = cfg->path[0] ? cfg->path : "scenario";
     const struct config_inference *in = &cfg->inference;
+    char at[CONFIG_STR + 96];
     int ctx = in->context_len;
     if (in->arrivals == ARRIVALS_TRACE && !strcmp(in->trace, "none"))
         return mp_fail(err, MP_ERR_INPUT, "%s: key inference.trace: inference.arrivals = trace "
                        "needs a CSV file of arrival_s,prompt_tokens,output_tokens", w);
-    if (cfg->parallel.tp != 1)
-        return mp_fail(err, MP_ERR_INPUT, "%s: key parallel.tp = %d: serving simulates whole "
-                       "layers per chip only (tp = 1); `mpsim plan` accepts tp", w,
-                       cfg->parallel.tp);
     if (cfg->model.kind != MODEL_TRANSFORMER)
         return mp_fail(err, MP_ERR_INPUT, "%s: key model.kind: serving needs a model "
                        "(transformer), got synthetic", w);
-    struct { const char *name; int dist, len, min, max, limit; } d[2] = {
-        { "prompt", in->prompt_dist, in->prompt_len, in->prompt_min, in->prompt_max, ctx - 1 },
-        { "output", in->output_dist, in->output_len, in->output_min, in->output_max, ctx - 1 },
+    struct { const char *name; int dist, len, min, max, limit; const char *file; } d[2] = {
+        { "prompt", in->prompt_dist, in->prompt_len, in->prompt_min, in->prompt_max, ctx - 1,
+          in->prompt_file },
+        { "output", in->output_dist, in->output_len, in->output_min, in->output_max, ctx - 1,
+          in->output_file },
     };
     for (int i = 0; i < 2; i++) {
         int max = serve_dist_max(d[i].max, d[i].limit);
         if (d[i].max > d[i].limit)
             return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_max = %d: at most "
                            "inference.context_len - 1 = %d", w, d[i].name, d[i].max, d[i].limit);
-        if (d[i].dist != DIST_FIXED && d[i].min > max)
+        if (d[i].dist != DIST_FIXED && d[i].dist != DIST_EMPIRICAL && d[i].min > max)
             return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_min = %d is more than "
                            "inference.%s_max = %d", w, d[i].name, d[i].min, d[i].name, max);
         if (d[i].dist == DIST_FIXED && d[i].len > d[i].limit)
             return mp_fail(err, MP_ERR_INPUT, "%s: key inference.%s_len = %d: at most "
                            "inference.context_len - 1 = %d", w, d[i].name, d[i].len, d[i].limit);
+        char key[48];
+        snprintf(key, sizeof key, "inference.%s_file", d[i].name);
+        if (d[i].dist == DIST_EMPIRICAL && !strcmp(d[i].file, "none"))
+            return mp_fail(err, MP_ERR_INPUT, "%s: inference.%s_dist = empirical needs a CSV "
+                           "of lengths (tokens[,weight] per row)",
+                           config_key_where(cfg, key, at, sizeof at), d[i].name);
     }
     if (in->prompt_dist == DIST_FIXED && in->output_dist == DIST_FIXED &&
         (long long)in->prompt_len + in->output_len > ctx)
         return mp_fail(err, MP_ERR_INPUT, "%s: key inference.output_len: prompt_len + "
                        "output_len = %d + %d exceeds inference.context_len = %d", w,
                        in->prompt_len, in->output_len, ctx);
+    /* Issue 19: layouts, registries, the features' own rules. */
+    if (!serve_scheduler_find(in->scheduler)) {
+        char list[256] = "";
+        const char *sum;
+        for (int i = 0; serve_scheduler_name(i, &sum); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     serve_scheduler_name(i, &sum));
+        return mp_fail(err, MP_ERR_INPUT, "%s = '%s': unknown scheduler; expected one of %s",
+                       config_key_where(cfg, "inference.scheduler", at, sizeof at),
+                       in->scheduler, list);
+    }
+    if (!serve_router_find(in->router)) {
+        char list[256] = "";
+        const char *sum;
+        for (int i = 0; serve_router_name(i, &sum); i++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     serve_router_name(i, &sum));
+        return mp_fail(err, MP_ERR_INPUT, "%s = '%s': unknown router; expected one of %s",
+                       config_key_where(cfg, "inference.router", at, sizeof at), in->router,
+                       list);
+    }
+    if (in->prefix_caching && in->kv_cache != KV_PAGED)
+        return mp_fail(err, MP_ERR_INPUT, "%s: prefix caching keeps KV blocks, so it needs "
+                       "inference.kv_cache = paged (got reserve)",
+                       config_key_where(cfg, "inference.prefix_caching", at, sizeof at));
+    if (in->prefix_tokens > 0 && in->prefix_tokens >= ctx)
+        return mp_fail(err, MP_ERR_INPUT, "%s = %d: a shared prefix must leave room in "
+                       "inference.context_len = %d", config_key_where(cfg,
+                       "inference.prefix_tokens", at, sizeof at), in->prefix_tokens, ctx);
+    if (in->speculative != SPEC_NONE && cfg->parallel.pp > 1)
+        return mp_fail(err, MP_ERR_INPUT, "%s: speculative decoding runs the draft beside "
+                       "stage 0 of one-stage replicas only (vLLM has no pipeline-parallel "
+                       "speculation); got parallel.pp = %d",
+                       config_key_where(cfg, "inference.speculative", at, sizeof at),
+                       cfg->parallel.pp);
+    if (in->speculative == SPEC_DRAFT && !strcmp(in->draft_model, "none"))
+        return mp_fail(err, MP_ERR_INPUT, "%s: inference.speculative = draft needs "
+                       "inference.draft_model (a preset or config.json)",
+                       config_key_where(cfg, "inference.speculative", at, sizeof at));
+    if (in->speculative != SPEC_NONE && in->disaggregate)
+        return mp_fail(err, MP_ERR_INPUT, "%s: speculative decoding with a disaggregated "
+                       "decode pool is not modelled yet",
+                       config_key_where(cfg, "inference.speculative", at, sizeof at));
+    if (in->preemption == PREEMPT_SWAP && in->kv_cache != KV_PAGED)
+        return mp_fail(err, MP_ERR_INPUT, "%s: swapping moves KV blocks, so it needs "
+                       "inference.kv_cache = paged",
+                       config_key_where(cfg, "inference.preemption", at, sizeof at));
+    if (in->turns > 1 && in->arrivals == ARRIVALS_TRACE)
+        return mp_fail(err, MP_ERR_INPUT, "%s: a trace gives its own sessions (session,turn "
+                       "columns); inference.turns is for drawn workloads",
+                       config_key_where(cfg, "inference.turns", at, sizeof at));
+    if (in->disaggregate && in->kv_cache != KV_PAGED)
+        return mp_fail(err, MP_ERR_INPUT, "%s: disaggregated serving moves KV blocks between "
+                       "pools, so it needs inference.kv_cache = paged",
+                       config_key_where(cfg, "inference.disaggregate", at, sizeof at));
     return MP_OK;
 }
 
 /* ---- the event loop ----------------------------------------------------- */
 
-static void schedule(struct serve *s, mp_time t, int kind, int id)
+void serve_schedule(struct serve *s, mp_time t, int kind, int id)
 {
     /* Ties: the pipeline moves before new arrivals are seen. */
     eventq_schedule(&s->q, t, kind == EV_ARRIVAL ? 1 : kind == EV_HORIZON ? 2 : 0,
                     ((int64_t)id << EV_SHIFT) | kind);
 }
 
-static double request_need(const struct serve *s, const struct serve_request *r, int st)
+void serve_kv_log(struct serve *s, mp_time t)
 {
-    const struct plan_stage *p = &s->pr.plan.stage[st];
-    return plan_stage_request_bytes(p, (double)r->prompt + r->output);
-}
-
-static void kv_log(struct serve *s, mp_time t)
-{
+    /* Every chip of a stage's group holds its share (a TP shard, an
+     * attention rank's requests): kv_used is one chip's. */
     double total = 0;
-    for (int st = 0; st < s->stages; st++) total += s->kv_used[st];
+    for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
     struct serve_result *r = &s->res;
     if (r->n_kv_log > 0 && r->kv_log[r->n_kv_log - 1].t == t) r->n_kv_log--;
+    /* Paged pools change at every pass; keep only changes. (Reserved KV
+     * changes only when requests come and go, and every such point is kept.) */
+    if (s->cfg.inference.kv_cache == KV_PAGED && r->n_kv_log > 0 &&
+        r->kv_log[r->n_kv_log - 1].bytes == total)
+        return;
     MP_GROW(r->kv_log, r->cap_kv_log, r->n_kv_log + 1);
     r->kv_log[r->n_kv_log++] = (struct serve_kv_point){ t, total };
     if (total > r->kv_peak_bytes) r->kv_peak_bytes = total;
 }
 
-static bool fits(const struct serve *s, const struct serve_request *r)
+/* ---- waiting queues ------------------------------------------------------- */
+
+static bool wait_less(const struct serve *s, const struct serve_wait *w, int i, int j)
 {
-    for (int st = 0; st < s->stages; st++)
-        if (s->kv_used[st] + request_need(s, r, st) > s->res.stage[st].free_bytes) return false;
-    return true;
+    const struct serve_request *a = &s->req[w->a[i]], *b = &s->req[w->a[j]];
+    if (a->prio != b->prio) return a->prio < b->prio;
+    return w->key[i] < w->key[j];
 }
 
-static void reserve(struct serve *s, struct serve_request *r, double sign)
+static void wait_swap(struct serve_wait *w, int i, int j)
 {
-    for (int st = 0; st < s->stages; st++) {
-        double d = sign * request_need(s, r, st);
-        s->kv_used[st] += d;
-        if (s->kv_used[st] > s->res.stage[st].kv_peak) s->res.stage[st].kv_peak = s->kv_used[st];
-        if (s->rec) {
-            struct serve_record *rc = s->rec;
-            MP_GROW(rc->kv, rc->cap_kv, rc->n_kv + 1);
-            rc->kv[rc->n_kv++] = (struct serve_kv_rec){ s->now, st, d, s->kv_used[st] };
+    int t = w->a[i];
+    w->a[i] = w->a[j];
+    w->a[j] = t;
+    int64_t k = w->key[i];
+    w->key[i] = w->key[j];
+    w->key[j] = k;
+}
+
+void serve_wait_push(struct serve *s, int rep, int id, bool front)
+{
+    struct serve_wait *w = &s->rep[rep].wait;
+    if (w->n == w->cap) { /* grow the ring, unrolled from head */
+        int cap = w->cap ? 2 * w->cap : 64;
+        int *a = mp_xmalloc((size_t)cap * sizeof *a);
+        for (int i = 0; i < w->n; i++) a[i] = w->a[(w->head + i) % w->cap];
+        free(w->a);
+        w->a = a;
+        if (w->heap) {
+            w->key = realloc(w->key, (size_t)cap * sizeof *w->key);
+            if (!w->key) abort();
         }
+        w->cap = cap;
+        w->head = 0;
     }
-}
-
-/* Tokens a prefill of `rem` prompt tokens carries when `used` of the budget
- * is taken. */
-static int prefill_chunk(const struct serve *s, int rem, double used)
-{
-    double left = s->cfg.inference.token_budget - used;
-    if (s->cfg.inference.chunked_prefill) return left <= 0 ? 0 : rem < left ? rem : (int)left;
-    return rem <= left || used == 0 ? rem : 0;
-}
-
-/* Form slot k's next pass at stage 0 (serve.h). */
-static void form(struct serve *s, int k)
-{
-    struct serve_slot *sl = &s->slot[k];
-    int mb = s->cfg.inference.micro_batch, cap = s->cfg.inference.concurrency;
-    int *mem = &s->members[(size_t)k * mb];
-    double T = 0;
-    for (int i = 0; i < sl->n; i++) {
-        struct serve_request *r = &s->req[mem[i]];
-        r->chunk = r->prefilled == r->prompt ? 1 : 0;
-        T += r->chunk;
-    }
-    for (int i = 0; i < sl->n; i++) {
-        struct serve_request *r = &s->req[mem[i]];
-        if (r->prefilled == r->prompt) continue;
-        r->chunk = prefill_chunk(s, r->prompt - r->prefilled, T);
-        T += r->chunk;
-    }
-    while (sl->n < mb && s->wait_n > 0 && (cap == 0 || s->inflight < cap)) {
-        struct serve_request *r = &s->req[s->waiting[s->wait_head]];
-        int c = prefill_chunk(s, r->prompt, T);
-        if (c == 0) break;
-        if (!fits(s, r)) {
-            s->res.kv_blocked++;
-            break;
+    if (w->heap) {
+        /* Preempted requests keep their place by going ahead of everyone of
+         * their class; new ones queue by arrival. */
+        int i = w->n++;
+        w->a[i] = id;
+        w->key[i] = front ? --w->front : (int64_t)s->req[id].arrival;
+        while (i > 0 && wait_less(s, w, i, (i - 1) / 2)) {
+            wait_swap(w, i, (i - 1) / 2);
+            i = (i - 1) / 2;
         }
-        s->wait_head = (s->wait_head + 1) % s->n_req;
-        s->wait_n--;
-        r->slot = k;
-        r->chunk = c;
-        T += c;
-        mem[sl->n++] = (int)(r - s->req);
-        reserve(s, r, +1);
-        s->inflight++;
-        s->res.admitted++;
-        if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
+    } else if (front) {
+        w->head = (w->head + w->cap - 1) % w->cap;
+        w->a[w->head] = id;
+        w->n++;
+    } else {
+        w->a[(w->head + w->n) % w->cap] = id;
+        w->n++;
     }
-    memset(&sl->b, 0, sizeof sl->b);
-    for (int i = 0; i < sl->n; i++) {
-        const struct serve_request *r = &s->req[mem[i]];
-        if (r->chunk == 0) continue;
-        double past = r->prefilled + (r->generated > 0 ? r->generated - 1 : 0);
-        bool decode = r->prefilled == r->prompt;
-        serve_batch_add(s, &sl->b, r->chunk, past, decode,
-                        decode || r->prefilled + r->chunk == r->prompt);
+    if (w->n > s->res.max_waiting) {
+        int total = 0;
+        for (int r = 0; r < s->replicas; r++) total += s->rep[r].wait.n;
+        if (total > s->res.max_waiting) s->res.max_waiting = total;
     }
-    sl->b.tokens = T;
 }
 
-static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end);
-
-static void start_stage(struct serve *s, int st, mp_time now)
+int serve_wait_head(const struct serve *s, int rep)
 {
-    if (s->stage_busy[st] || s->sq_n[st] == 0) return;
-    int k = s->stage_queue[(size_t)st * s->slots + s->sq_head[st]];
-    s->sq_head[st] = (s->sq_head[st] + 1) % s->slots;
-    s->sq_n[st]--;
+    const struct serve_wait *w = &s->rep[rep].wait;
+    if (w->n == 0) return -1;
+    return w->heap ? w->a[0] : w->a[w->head];
+}
+
+void serve_wait_pop(struct serve *s, int rep)
+{
+    struct serve_wait *w = &s->rep[rep].wait;
+    if (!w->heap) {
+        w->head = (w->head + 1) % w->cap;
+        w->n--;
+        return;
+    }
+    w->n--;
+    if (w->n == 0) return;
+    w->a[0] = w->a[w->n];
+    w->key[0] = w->key[w->n];
+    for (int i = 0;;) {
+        int c = 2 * i + 1;
+        if (c >= w->n) break;
+        if (c + 1 < w->n && wait_less(s, w, c + 1, c)) c++;
+        if (!wait_less(s, w, c, i)) break;
+        wait_swap(w, i, c);
+        i = c;
+    }
+}
+
+/* ---- passes ----------------------------------------------------------------- */
+
+static int slots_per_rep_max(const struct serve *s)
+{
+    int k = 1;
+    for (int p = 0; p < s->n_pools; p++)
+        if (s->pool[p].slots > k) k = s->pool[p].slots;
+    return k;
+}
+
+static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end);
+
+static void start_stage(struct serve *s, int g, mp_time now)
+{
+    int K = slots_per_rep_max(s);
+    if (s->stage_busy[g] || s->sq_n[g] == 0) return;
+    int k = s->stage_queue[(size_t)g * K + s->sq_head[g]];
+    s->sq_head[g] = (s->sq_head[g] + 1) % K;
+    s->sq_n[g]--;
     struct serve_slot *sl = &s->slot[k];
-    mp_time d = serve_slot_time(s, st, sl);
-    struct serve_stage_report *rep = &s->res.stage[st];
+    mp_time d = serve_pass_time(s, g, sl);
+    struct serve_stage_report *rep = &s->res.stage[g];
     if (rep->first_start < 0) rep->first_start = now;
     rep->busy += d;
     rep->passes++;
-    s->stage_busy[st] = true;
-    if (s->rec) record_pass(s, st, k, now, now + d);
-    schedule(s, now + d, EV_STAGE_DONE, k);
+    s->stage_busy[g] = true;
+    if (s->rec) record_pass(s, g, k, now, now + d);
+    serve_schedule(s, now + d, EV_STAGE_DONE, k);
 }
 
-static void enqueue(struct serve *s, int st, int k, mp_time now)
+static void enqueue(struct serve *s, int g, int k, mp_time now)
 {
-    s->slot[k].stage = st;
-    int at = (s->sq_head[st] + s->sq_n[st]) % s->slots;
-    s->stage_queue[(size_t)st * s->slots + at] = k;
-    s->sq_n[st]++;
-    start_stage(s, st, now);
+    int K = slots_per_rep_max(s);
+    s->slot[k].stage = g;
+    int at = (s->sq_head[g] + s->sq_n[g]) % K;
+    s->stage_queue[(size_t)g * K + at] = k;
+    s->sq_n[g]++;
+    start_stage(s, g, now);
 }
 
 /* Form slot k at stage 0; send it in, or leave it idle when it has nothing. */
 void serve_launch(struct serve *s, int k, mp_time now)
 {
     int before = s->res.admitted;
-    form(s, k);
-    int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
-    for (int i = s->slot[k].n - (s->res.admitted - before); i < s->slot[k].n; i++)
-        s->req[mem[i]].admitted = now;
-    if (s->res.admitted != before) kv_log(s, now);
-    bool was = s->slot[k].active;
-    s->slot[k].active = s->slot[k].b.tokens > 0;
-    s->n_idle += (int)was - (int)s->slot[k].active;
+    struct serve_replica *R = &s->rep[s->slot_rep[k]];
+    serve_scheduler_of(s)->form(s, k);
+    struct serve_slot *sl = &s->slot[k];
+    if (s->cfg.inference.kv_cache == KV_PAGED) {
+        serve_kv_account(s, s->slot_rep[k]);
+        serve_kv_log(s, now);
+    } else if (s->res.admitted != before) {
+        serve_kv_log(s, now);
+    }
+    bool was = sl->active;
+    sl->active = sl->b.tokens > 0;
+    R->n_idle += (int)was - (int)sl->active;
+    if (sl->active) serve_hist_pass(s, sl->b.items, sl->b.tokens);
     if (s->fast) {
         /* Its event, if any, was taken off when it was handled. */
-        if (s->slot[k].active) serve_fast_walk(s, k, now);
-    } else if (s->slot[k].active) {
-        enqueue(s, 0, k, now);
+        if (sl->active) serve_fast_walk(s, k, now);
+    } else if (sl->active) {
+        enqueue(s, R->stage0, k, now);
     }
 }
 
-void serve_wake_idle(struct serve *s, mp_time now)
+void serve_wake_idle(struct serve *s, int rep, mp_time now)
 {
     /* n_idle only ends the scan early: the slots launched, and their order,
      * are those of the full scan. */
-    for (int k = 0; k < s->slots && s->wait_n > 0 && s->n_idle > 0; k++)
+    struct serve_replica *R = &s->rep[rep];
+    int K = s->pool[R->pool].slots;
+    for (int k = R->slot0; k < R->slot0 + K && R->wait.n > 0 && R->n_idle > 0; k++)
         if (!s->slot[k].active) serve_launch(s, k, now);
+}
+
+/* A request has arrived (or its KV has, in a decode pool): route it. */
+void serve_route_arrival(struct serve *s, int id, mp_time now)
+{
+    struct serve_request *r = &s->req[id];
+    const struct serve_router *rt = serve_router_find(s->cfg.inference.router);
+    int pool = 0;
+    int idx = s->pool[pool].replicas == 1 ? 0 : rt->pick(s, r, pool);
+    int rep = s->pool[pool].rep0 + idx;
+    r->replica = rep;
+    s->rep[rep].outstanding++;
+    s->rep[rep].routed++;
+    s->route_seq++;
+    serve_wait_push(s, rep, id, false);
+    serve_wake_idle(s, rep, now);
+}
+
+/* Request r is done: its memory goes, its session's next turn is due. */
+static void finish(struct serve *s, int k, struct serve_request *r, mp_time now)
+{
+    r->done = now;
+    s->res.makespan = now;
+    if (s->cfg.inference.kv_cache == KV_PAGED) serve_kv_free(s, k, r, true);
+    else serve_kv_reserve(s, r, -1);
+    r->slot = -1;
+    s->inflight--;
+    s->res.completed++;
+    s->rep[r->replica].outstanding--;
+    s->rep[r->replica].completed++;
+    if (r->next >= 0) {
+        struct serve_request *n = &s->req[r->next];
+        double think = 0;
+        if (s->cfg.inference.think_time > 0)
+            think = gsl_ran_exponential(s->rng, (double)s->cfg.inference.think_time);
+        n->arrival = mp_time_add(now, mp_time_from_ps(think));
+        n->pending = false;
+        serve_schedule(s, n->arrival, EV_ARRIVAL, r->next);
+    }
 }
 
 /* The pass of slot k left the last stage: tokens out, finished requests go. */
 void serve_emit(struct serve *s, int k, mp_time now)
 {
     struct serve_slot *sl = &s->slot[k];
-    int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+    int *mem = &s->members[(size_t)k * serve_mb(s)];
+    const struct serve_pool *P = &s->pool[s->rep[s->slot_rep[k]].pool];
+    bool prefill_pool = s->n_pools == 2 && P == &s->pool[0];
+    bool paged = s->cfg.inference.kv_cache == KV_PAGED;
     bool freed = false;
     int kept = 0;
     for (int i = 0; i < sl->n; i++) {
         struct serve_request *r = &s->req[mem[i]];
+        bool left = false;
         if (r->chunk > 0) {
-            if (r->prefilled < r->prompt) {
-                r->prefilled += r->chunk;
-                s->res.prompt_tokens += r->chunk;
-                if (r->prefilled == r->prompt) {
-                    r->generated = 1;
+            int seq = serve_seq(r);
+            bool decode = r->generated > 0 && r->kv + 1 == seq && r->chunk == 1;
+            if (!decode) {
+                /* Prompt tokens the first time through, recomputed ones after a
+                 * preemption. */
+                if (r->preempted == 0) s->res.prompt_tokens += r->chunk;
+                else s->res.recomputed_tokens += r->chunk;
+            }
+            r->kv += r->chunk;
+            if (paged && s->tree) serve_prefix_commit(s, k, r);
+            if (r->kv == seq) {
+                int n = 1, drawn = 1;
+                if (decode && serve_spec_k(s) > 0) n = drawn = serve_spec_tokens(s, r);
+                /* The last step may accept more than the request has left. */
+                if (n > r->output - r->generated) n = r->output - r->generated;
+                if (r->generated == 0) {
                     r->first_token = now;
-                    s->res.output_tokens++;
+                } else if (r->last_emit >= 0) {
+                    serve_hist_itl(s, now - r->last_emit);
                 }
-            } else {
-                r->generated++;
-                s->res.output_tokens++;
+                r->last_emit = now;
+                r->generated += n;
+                s->res.output_tokens += n;
+                if (decode && serve_spec_k(s) > 0) {
+                    r->spec_steps++;
+                    r->spec_tokens += n;
+                    s->res.spec_steps++;
+                    s->res.spec_tokens += drawn; /* the acceptance's figure */
+                    r->kv = serve_seq(r) - 1;
+                    if (paged) serve_kv_trim(s, k, r);
+                }
+                if (prefill_pool && r->generated < r->output) {
+                    /* Prefill done: the KV goes to a decode replica. */
+                    r->chunk = 0;
+                    serve_disagg_send(s, r, now);
+                    left = true;
+                }
             }
             r->chunk = 0;
         }
-        if (r->generated == r->output) {
-            r->done = now;
-            s->res.makespan = now;
-            r->slot = -1;
-            reserve(s, r, -1);
-            s->inflight--;
-            s->res.completed++;
+        if (!left && r->generated == r->output) {
+            finish(s, k, r, now);
             freed = true;
-        } else {
+        } else if (!left) {
             mem[kept++] = mem[i]; /* keep arrival order: it decides who prefills first */
+        } else {
+            freed = true;
         }
     }
     sl->n = kept;
-    if (freed) kv_log(s, now);
+    if (freed) {
+        if (paged) serve_kv_account(s, s->slot_rep[k]);
+        serve_kv_log(s, now);
+    }
 }
 
-static struct serve_stage_rec *rec_stage(struct serve *s, int st)
+/* ---- recording (serve.h, struct serve_record) ------------------------------ */
+
+static struct serve_stage_rec *rec_stage(struct serve *s, int g)
 {
     struct serve_record *rc = s->rec;
     if (!rc->stage) {
         rc->stage = mp_xcalloc((size_t)s->stages, sizeof *rc->stage);
         rc->slot_pass = mp_xcalloc((size_t)s->slots, sizeof *rc->slot_pass);
     }
-    return &rc->stage[st];
+    return &rc->stage[g];
 }
 
-/* Slot k's pass starts on stage st over [start, end]. At stage 0 it is a
- * new pass: who is in it, for the timeline's label and kind. */
-static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time end)
+/* Slot k's pass starts on global stage g over [start, end]. At its replica's
+ * stage 0 it is a new pass: who is in it, for the timeline's label and kind. */
+static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end)
 {
     struct serve_record *rc = s->rec;
-    struct serve_stage_rec *sr = rec_stage(s, st);
-    if (st == 0) {
+    struct serve_stage_rec *sr = rec_stage(s, g);
+    const struct serve_replica *R = &s->rep[s->slot_rep[k]];
+    if (g == R->stage0) {
         const struct serve_slot *sl = &s->slot[k];
         struct serve_pass_rec p = { .start = start, .end = end, .slot = k,
                                     .emits = (int)sl->b.emits, .tokens = sl->b.tokens };
-        const int *mem = &s->members[(size_t)k * s->cfg.inference.micro_batch];
+        const int *mem = &s->members[(size_t)k * serve_mb(s)];
         for (int i = 0; i < sl->n; i++) {
             const struct serve_request *r = &s->req[mem[i]];
             if (r->chunk == 0) continue;
-            if (r->prefilled < r->prompt) { p.prefill++; p.prefill_tokens += r->chunk; }
-            else p.decode++;
+            if (r->kv + r->chunk < serve_seq(r) || r->generated == 0) {
+                p.prefill++;
+                p.prefill_tokens += r->chunk;
+            } else {
+                p.decode++;
+            }
         }
         assert(rc->n_pass < UINT32_MAX);
         MP_GROW(rc->pass, rc->cap_pass, rc->n_pass + 1);
@@ -293,7 +461,7 @@ static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time e
         rc->pass[rc->n_pass++] = p;
     }
     uint32_t id = rc->slot_pass[k];
-    if (st == s->stages - 1) rc->pass[id].end = end;
+    if (g == R->stage0 + s->pool[R->pool].stages - 1) rc->pass[id].end = end;
     if (sr->n == sr->cap) {
         size_t cap = sr->cap ? 2 * sr->cap : 256;
         sr->start = mp_xrealloc(sr->start, cap * sizeof *sr->start);
@@ -307,9 +475,9 @@ static void record_pass(struct serve *s, int st, int k, mp_time start, mp_time e
     rc->n_copies++;
 }
 
-static void record_hop(struct serve *s, mp_time start, mp_time end, int st, int slot)
+static void record_hop(struct serve *s, mp_time start, mp_time end, int g, int slot)
 {
-    struct serve_stage_rec *sr = rec_stage(s, st);
+    struct serve_stage_rec *sr = rec_stage(s, g);
     if (sr->n_hop == sr->cap_hop) {
         size_t cap = sr->cap_hop ? 2 * sr->cap_hop : 256;
         sr->hop_start = mp_xrealloc(sr->hop_start, cap * sizeof *sr->hop_start);
@@ -334,43 +502,48 @@ static void handle(void *ctx, const struct eventq_event *ev)
         return;
     }
     s->now = now;
+    bool last = false, multi = false;
+    int g = -1;
+    if (kind == EV_STAGE_DONE) {
+        g = s->slot[id].stage;
+        const struct serve_replica *R = &s->rep[s->stage_rep[g]];
+        int S = s->pool[R->pool].stages;
+        last = g + 1 == R->stage0 + S;
+        multi = S > 1;
+    }
     /* Counted as the walk-at-a-time loop counts (serve.h): the same figure
      * whichever loop runs. */
-    if (kind != EV_HOP_DONE && (kind != EV_STAGE_DONE || s->slot[id].stage + 1 == s->stages))
-        s->res.events++;
+    if (kind != EV_HOP_DONE && (kind != EV_STAGE_DONE || last)) s->res.events++;
     switch (kind) {
-    case EV_ARRIVAL: {
-        int at = (s->wait_head + s->wait_n) % s->n_req;
-        s->waiting[at] = id;
-        s->wait_n++;
-        if (s->wait_n > s->res.max_waiting) s->res.max_waiting = s->wait_n;
-        serve_wake_idle(s, now);
+    case EV_ARRIVAL:
+        serve_route_arrival(s, id, now);
         break;
-    }
+    case EV_KV_ARRIVE:
+        serve_disagg_arrive(s, id, now);
+        break;
     case EV_STAGE_DONE: {
-        int st = s->slot[id].stage;
-        s->stage_busy[st] = false;
-        s->res.stage[st].last_end = now;
-        start_stage(s, st, now);
-        if (st + 1 < s->stages) {
+        s->stage_busy[g] = false;
+        s->res.stage[g].last_end = now;
+        start_stage(s, g, now);
+        if (!last) {
             /* Links are held for the serialisation; latency overlaps. */
             mp_time start = now;
-            for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
+            for (int i = s->hop_route_off[g]; i < s->hop_route_off[g + 1]; i++)
                 if (s->link_free[s->hop_route[i]] > start) start = s->link_free[s->hop_route[i]];
-            mp_time ser = serve_hop_time(s, st, (int)s->slot[id].b.tokens) - s->hop[st];
-            for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++)
+            mp_time ser = serve_hop_time(s, g, (int)s->slot[id].b.tokens) - s->hop[g];
+            for (int i = s->hop_route_off[g]; i < s->hop_route_off[g + 1]; i++)
                 s->link_free[s->hop_route[i]] = start + ser;
-            s->slot[id].stage = st + 1;
-            schedule(s, start + ser + s->hop[st], EV_HOP_DONE, id);
-            if (s->rec && s->stages > 1)
-                record_hop(s, start, start + ser + s->hop[st], st, id);
+            s->slot[id].stage = g + 1;
+            serve_schedule(s, start + ser + s->hop[g], EV_HOP_DONE, id);
+            if (s->rec) record_hop(s, start, start + ser + s->hop[g], g, id);
         } else {
             int emits = (int)s->slot[id].b.emits;
             serve_emit(s, id, now);
-            schedule(s, now + serve_hop_time(s, st, emits > 0 ? emits : 1), EV_RETURN, id);
-            if (s->rec && s->stages > 1)
-                record_hop(s, now, now + serve_hop_time(s, st, emits > 0 ? emits : 1), st, id);
-            serve_wake_idle(s, now); /* memory may have been freed */
+            mp_time back = serve_hop_time(s, g, emits > 0 ? emits : 1);
+            serve_schedule(s, now + back, EV_RETURN, id);
+            if (s->rec && multi) record_hop(s, now, now + back, g, id);
+            /* memory may have been freed */
+            serve_wake_idle(s, s->slot_rep[id], now);
         }
         break;
     }
@@ -384,72 +557,6 @@ static void handle(void *ctx, const struct eventq_event *ev)
         if (s->res.completed < s->n_req) s->res.makespan = now; /* cut short */
         eventq_stop(&s->q);
         break;
-    }
-}
-
-/* ---- metrics ------------------------------------------------------------ */
-
-static void quantiles(double *v, size_t n, double out[4])
-{
-    if (n == 0) { out[0] = out[1] = out[2] = out[3] = 0; return; }
-    gsl_sort(v, 1, n);
-    out[0] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.50);
-    out[1] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.90);
-    out[2] = gsl_stats_quantile_from_sorted_data(v, 1, n, 0.99);
-    out[3] = gsl_stats_mean(v, 1, n);
-}
-
-/* Length of [a, b] ∩ [lo, hi] in seconds. */
-static double overlap(mp_time a, mp_time b, mp_time lo, mp_time hi)
-{
-    mp_time x = a > lo ? a : lo, y = b < hi ? b : hi;
-    return y > x ? mp_seconds(y - x) : 0;
-}
-
-static void fold(struct serve *s)
-{
-    struct serve_result *r = &s->res;
-    mp_time T = r->makespan;
-    double *ttft = mp_xmalloc((size_t)s->n_req * sizeof *ttft);
-    double *tpot = mp_xmalloc((size_t)s->n_req * sizeof *tpot);
-    double *e2e = mp_xmalloc((size_t)s->n_req * sizeof *e2e);
-    size_t nt = 0, np = 0, ne = 0;
-    double inflight = 0, in_system = 0, window_in = 0, window_lat = 0;
-    mp_time t0 = s->req[0].arrival, t1 = s->req[s->n_req - 1].arrival;
-    for (int i = 0; i < s->n_req; i++) {
-        const struct serve_request *q = &s->req[i];
-        mp_time end = q->done >= 0 ? q->done : T;
-        if (q->arrival <= T) in_system += overlap(q->arrival, end, 0, T);
-        if (q->admitted >= 0) inflight += overlap(q->admitted, end, 0, T);
-        window_in += overlap(q->arrival, end, t0, t1);
-        window_lat += mp_seconds(end - q->arrival);
-        if (q->first_token >= 0) ttft[nt++] = mp_seconds(q->first_token - q->arrival);
-        if (q->done < 0) continue;
-        e2e[ne++] = mp_seconds(q->done - q->arrival);
-        if (q->output > 1) tpot[np++] = mp_seconds(q->done - q->first_token) / (q->output - 1);
-    }
-    quantiles(ttft, nt, r->ttft);
-    quantiles(tpot, np, r->tpot);
-    quantiles(e2e, ne, r->e2e);
-    free(ttft);
-    free(tpot);
-    free(e2e);
-    double sec = mp_seconds(T);
-    r->mean_inflight = sec > 0 ? inflight / sec : 0;
-    r->mean_in_system = sec > 0 ? in_system / sec : 0;
-    r->tokens_per_s = sec > 0 ? r->output_tokens / sec : 0;
-    r->requests_per_s = sec > 0 ? r->completed / sec : 0;
-    r->little_window_s = mp_seconds(t1 - t0);
-    if (t1 > t0) {
-        r->little_rate = (s->n_req - 1) / r->little_window_s;
-        r->little_latency_s = window_lat / s->n_req;
-        r->little_in_system = window_in / r->little_window_s;
-    }
-    for (int st = 0; st < s->stages; st++) {
-        struct serve_stage_report *x = &r->stage[st];
-        if (x->first_start < 0) x->first_start = 0;
-        double f = x->free_bytes > 0 ? x->kv_peak / x->free_bytes : 0;
-        if (f > r->kv_peak_fraction) r->kv_peak_fraction = f;
     }
 }
 
@@ -471,10 +578,9 @@ static int check_walk(const struct serve *s, struct mp_error *err)
                               .prefill_pairs = T * ctx, .prefill_items = mb,
                               .decode_ctx_win = mb * ctx, .prefill_pairs_win = T * ctx };
     mp_time walk = 0;
-    for (int st = 0; st < s->stages; st++) {
-        walk = mp_time_add(walk, serve_batch_time(s, st, &b));
-        walk = mp_time_add(walk, serve_hop_time(s, st, (int)T));
-    }
+    for (int j = 0; j < s->n_priced; j++) walk = mp_time_add(walk, serve_batch_time(s, j, &b));
+    /* Every hop of every replica: more than one walk takes, an upper bound. */
+    for (int g = 0; g < s->stages; g++) walk = mp_time_add(walk, serve_hop_time(s, g, (int)T));
     if (walk <= SERVE_WALK_MAX) return MP_OK;
     char chip[512], sys[512];
     chip_describe(&s->pr.chip, chip, sizeof chip);
@@ -501,9 +607,9 @@ static int check_work(const struct serve *s, double n, double prompt, double out
      * how many it carries depends on arrivals and slots (one slot with slow
      * arrivals decodes one request at a time whatever micro_batch says). */
     double walks = n * (output + (chunks < 1 ? 1 : chunks));
-    /* Each slot's member list has room for a microbatch (at most every
-     * request), and each stage a queue of every slot (run_mode). */
-    double members = fmin(in->micro_batch, n), slots = s->slots;
+    /* Each slot's member list has room for a whole microbatch (serve_mb),
+     * however few the requests, and each stage a queue of every slot. */
+    double members = serve_mb(s), slots = s->slots;
     struct work_estimate w = { .events = n + 2 * walks, .held = n,
                                .bytes = 4 * slots * (members + s->stages) };
     if (s->rec) {
@@ -534,46 +640,19 @@ static int setup(struct serve *s, struct mp_error *err)
     const struct config *c = &s->cfg;
     int rc = serve_check_config(c, err);
     if (rc) return rc;
-    rc = plan_run(&s->pr, c, err);
-    s->has_plan = true;
-    if (rc) return rc;
-    const struct plan *pl = &s->pr.plan;
-    s->stages = pl->stages;
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
-    char path[1024];
-    if ((rc = config_resolve_key(c, "hardware.system", "hardware/systems", ".ini", path,
-                             sizeof path, err)) ||
-        (rc = system_plan(&s->sys, path, c->hardware.nodes, s->stages, &s->catalog, err)))
-        return rc;
-    s->has_sys = true;
-    /* The system's own size (hardware.nodes may ask for millions of chips)
-     * against the budget before its links are laid out. */
-    struct work_estimate sys_work = { .chips = s->sys.n_chips };
-    if (!s->force && s->budget_events > 0 && s->sys.n_chips > s->budget_events)
-        return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget of "
-                       "%.0f", c->path[0] ? c->path : "scenario", s->sys.n_chips, s->budget_events);
-    if ((rc = work_check(&sys_work, c->path[0] ? c->path : "scenario", "lower hardware.nodes",
-                         s->force, err)))
-        return rc;
-    system_build(&s->sys);
-    s->stage_chip = mp_xmalloc((size_t)s->stages * sizeof *s->stage_chip);
-    for (int st = 0; st < s->stages; st++) s->stage_chip[st] = st;
+    if ((rc = serve_layout_build(s, err))) return rc;
     if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
     if ((rc = check_walk(s, err))) return rc;
-    s->slots = c->inference.inflight ? c->inference.inflight : s->stages;
+    if ((rc = serve_spec_setup(s, err))) return rc;
+    if ((rc = serve_kv_setup(s, err))) return rc;
     struct serve_result *r = &s->res;
     r->stages = s->stages;
-    r->slots = s->slots;
-    r->micro_batch = c->inference.micro_batch;
-    r->stage = mp_xcalloc((size_t)s->stages, sizeof *r->stage);
-    for (int st = 0; st < s->stages; st++)
-        r->stage[st] = (struct serve_stage_report){
-            .index = st, .chip = s->stage_chip[st], .layer_first = pl->stage[st].first,
-            .layer_last = pl->stage[st].last, .first_start = -1,
-            .weights = pl->stage[st].weights,
-            .free_bytes = pl->p.chip_mem - pl->stage[st].weights,
-        };
+    r->slots = s->pool[0].slots;
+    r->micro_batch = serve_mb(s);
+    r->replicas = s->replicas;
+    r->pools = s->n_pools;
     const struct config_inference *in = &c->inference;
     int ctx = in->context_len;
     if (in->arrivals != ARRIVALS_TRACE &&
@@ -584,7 +663,8 @@ static int setup(struct serve *s, struct mp_error *err)
                                   serve_dist_max(in->output_max, ctx - 1), in->output_sigma),
                          err)))
         return rc;
-    rc = in->arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err) : serve_poisson_requests(s);
+    rc = c->inference.arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err)
+                                                 : serve_poisson_requests(s, err);
     if (rc) return rc;
     if (in->arrivals == ARRIVALS_TRACE) {
         double prompt = 0, output = 0;
@@ -593,15 +673,33 @@ static int setup(struct serve *s, struct mp_error *err)
     }
     r->requests = s->n_req;
     /* A request that cannot fit even alone would wait for ever. */
-    for (int i = 0; i < s->n_req; i++)
-        for (int st = 0; st < s->stages; st++) {
-            double need = request_need(s, &s->req[i], st);
-            if (need > r->stage[st].free_bytes)
-                return mp_fail(err, MP_ERR_INFEASIBLE,
-                               "request %d (%d + %d tokens) needs %.2f GB of KV/state on "
-                               "stage %d, which has %.2f GB free after its weights", i,
-                               s->req[i].prompt, s->req[i].output, need / 1e9, st,
-                               r->stage[st].free_bytes / 1e9);
+    if (c->inference.kv_cache == KV_RESERVE)
+        for (int i = 0; i < s->n_req; i++)
+            for (int st = 0; st < s->pool[0].stages; st++) {
+                double need = serve_kv_need(s, &s->req[i], st);
+                if (need > r->stage[st].free_bytes)
+                    return mp_fail(err, MP_ERR_INFEASIBLE,
+                                   "request %d (%d + %d tokens) needs %.2f GB of KV/state on "
+                                   "stage %d, which has %.2f GB free after its weights", i,
+                                   s->req[i].prompt, s->req[i].output, need / 1e9, st,
+                                   r->stage[st].free_bytes / 1e9);
+            }
+    else
+        for (int i = 0; i < s->n_req; i++) {
+            const struct serve_request *q = &s->req[i];
+            for (int p = 0; p < s->n_pools; p++) {
+                const struct serve_pool *P = &s->pool[p];
+                int64_t need = (q->prompt + q->output + c->inference.block_size - 1) /
+                               c->inference.block_size;
+                if (need > P->slot_blocks)
+                    return mp_fail(err, MP_ERR_INFEASIBLE,
+                                   "request %d (%d + %d tokens) needs %lld KV blocks of %d "
+                                   "tokens, more than a%s slot's pool holds (%lld blocks)", i,
+                                   q->prompt, q->output, (long long)need,
+                                   c->inference.block_size,
+                                   s->n_pools == 2 ? (p ? " decode" : " prefill") : "",
+                                   (long long)P->slot_blocks);
+            }
         }
     return MP_OK;
 }
@@ -625,35 +723,41 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     if (!rc) rc = setup(s, err);
     if (rc) return rc;
 
-    /* A microbatch never holds more requests than there are: its member
-     * list need not have room for more (micro_batch = 10^6 with 8 requests
-     * would ask slots × 4 MB). */
-    if (s->cfg.inference.micro_batch > s->n_req) s->cfg.inference.micro_batch = s->n_req;
-    int S = s->stages, K = s->slots, mb = s->cfg.inference.micro_batch;
+    int S = s->stages, K = s->slots, mb = serve_mb(s), Kr = slots_per_rep_max(s);
     eventq_init(&s->q);
     s->slot = mp_xcalloc((size_t)K, sizeof *s->slot);
     s->members = mp_xcalloc((size_t)K * mb, sizeof *s->members);
-    s->waiting = mp_xcalloc((size_t)s->n_req, sizeof *s->waiting);
-    s->stage_queue = mp_xcalloc((size_t)S * K, sizeof *s->stage_queue);
+    s->stage_queue = mp_xcalloc((size_t)S * Kr, sizeof *s->stage_queue);
     s->sq_head = mp_xcalloc((size_t)S, sizeof *s->sq_head);
     s->sq_n = mp_xcalloc((size_t)S, sizeof *s->sq_n);
     s->stage_busy = mp_xcalloc((size_t)S, sizeof *s->stage_busy);
     s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
-    s->n_idle = K;
-    kv_log(s, 0);
+    s->sched = serve_scheduler_of(s);
+    for (int r = 0; r < s->replicas; r++) {
+        s->rep[r].n_idle = s->pool[s->rep[r].pool].slots;
+        s->rep[r].wait.heap = serve_scheduler_of(s)->priority;
+    }
+    s->rng = gsl_rng_alloc(gsl_rng_mt19937);
+    /* Draws during serving come from their own stream of the run's seed,
+     * after the workload's, so turning a feature on keeps the workload. */
+    gsl_rng_set(s->rng, (unsigned long)s->cfg.run.seed ^ 0x5eed5e17u);
+    serve_hist_init(s);
+    serve_kv_log(s, 0);
     /* A timeline lists every pass and hop in the order the per-stage loop
      * meets them, so recording runs that loop. */
-    if (!record && !events) serve_fast_init(s);
+    if (!record && !events && serve_fast_applies(s)) serve_fast_init(s);
     if (s->fast) {
         serve_fast_run(s);
         if (!s->clock_overflow && serve_fast_tied(s->fast))
             return MP_OK; /* serve_run_recorded starts over */
     } else {
         /* All arrivals go in up front: the heap holds them, and the loop
-         * stays free of allocation. */
-        for (int i = 0; i < s->n_req; i++) schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
-        if (s->cfg.inference.horizon > 0) schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
+         * stays free of allocation. Later turns of a session arrive when
+         * the turn before them is done. */
+        for (int i = 0; i < s->n_req; i++)
+            if (!s->req[i].pending) serve_schedule(s, s->req[i].arrival, EV_ARRIVAL, i);
+        if (s->cfg.inference.horizon > 0) serve_schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
         eventq_run(&s->q, handle, s);
     }
     if (s->clock_overflow) {
@@ -665,7 +769,7 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
                        "output_len, rate) or a faster %s", s->cfg.path[0] ? s->cfg.path
                        : "scenario", mp_seconds(s->now), s->res.completed, s->n_req, chip);
     }
-    fold(s);
+    serve_fold(s);
     return MP_OK;
 }
 
@@ -690,16 +794,30 @@ int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve
     return rc;
 }
 
+int serve_chips(const struct serve *s)
+{
+    int n = 0;
+    for (int p = 0; p < s->n_pools; p++)
+        n += s->pool[p].replicas * s->pool[p].stages * s->pool[p].width;
+    return n;
+}
+
 void serve_release(struct serve *s)
 {
+    serve_spec_release(s);
+    serve_kv_release_all(s);
+    serve_hist_release(s);
+    serve_layout_release(s);
     if (s->has_plan) plan_run_release(&s->pr);
     if (s->has_sys) system_release(&s->sys);
     chip_catalog_release(&s->catalog);
     if (s->slot) eventq_release(&s->q);
+    if (s->rng) gsl_rng_free(s->rng);
     serve_price_release(s);
     free(s->stage_chip);
     free(s->layers);
     free(s->layer_off);
+    free(s->priced);
     free(s->hop);
     free(s->hop_bw);
     free(s->hop_route_off);
@@ -707,7 +825,6 @@ void serve_release(struct serve *s)
     free(s->req);
     free(s->slot);
     free(s->members);
-    free(s->waiting);
     free(s->stage_queue);
     free(s->sq_head);
     free(s->sq_n);
@@ -717,6 +834,7 @@ void serve_release(struct serve *s)
     serve_fast_release(s->fast);
     free(s->res.kv_log);
     free(s->res.stage);
+    free(s->res.rep);
     if (s->rec) {
         for (int st = 0; s->rec->stage && st < s->stages; st++) {
             struct serve_stage_rec *sr = &s->rec->stage[st];

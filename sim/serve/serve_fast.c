@@ -139,6 +139,20 @@ static bool same_stage(const struct serve *s, int a, int b)
     return true;
 }
 
+/* Whether the walk-at-a-time loop gives this run's results: one replica of
+ * whole-layer stages (no TP or EP group: a pass's time is its layers'),
+ * reserved KV with the vllm scheduler (memory and membership change only at
+ * admissions and completions), arrivals all known up front (no sessions),
+ * no speculation. The wafer case is such a run. */
+bool serve_fast_applies(const struct serve *s)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    const struct serve_pool *P = &s->pool[0];
+    return s->n_pools == 1 && s->replicas == 1 && P->tp == 1 && P->ep == 1 &&
+           in->kv_cache == KV_RESERVE && !strcmp(serve_scheduler_of(s)->name, "vllm") &&
+           in->turns == 1 && in->speculative == SPEC_NONE && !in->prefix_caching;
+}
+
 /* Set up the fast loop, or leave s->fast NULL when a hand-off route shares a
  * link with another's (then links are contended out of walk order). */
 void serve_fast_init(struct serve *s)
@@ -703,11 +717,7 @@ void serve_fast_run(struct serve *s)
         s->now = now;
         f->events++;
         if (!slot) {
-            int at = (s->wait_head + s->wait_n) % s->n_req;
-            s->waiting[at] = next++;
-            s->wait_n++;
-            if (s->wait_n > s->res.max_waiting) s->res.max_waiting = s->wait_n;
-            serve_wake_idle(s, now);
+            serve_route_arrival(s, next++, now);
             continue;
         }
         int k = top->k;
@@ -726,7 +736,7 @@ void serve_fast_run(struct serve *s)
             if (back < 0) back = serve_hop_time(s, s->stages - 1, emits);
             if (emits < POW_TAB) f->ret[emits] = back;
             slot_event(f, k, FAST_RETURN, now + back, now);
-            serve_wake_idle(s, now); /* memory may have been freed */
+            serve_wake_idle(s, 0, now); /* memory may have been freed */
         } else {
             serve_launch(s, k, now);
         }

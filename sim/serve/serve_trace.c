@@ -49,9 +49,17 @@ static void meta_csv(void *ctx, int chip, int stage, const char *label)
     fputs(",,,,,,,\n", f);
 }
 
+/* Whether global stage st is its replica's last (its hand-off is the
+ * tokens' return). */
+static bool last_stage(const struct serve *s, int st)
+{
+    const struct serve_result *r = &s->res;
+    return st + 1 == r->stages || r->stage[st + 1].replica != r->stage[st].replica;
+}
+
 double serve_record_hop_bytes(const struct serve *s, int st, const struct serve_pass_rec *p)
 {
-    if (st == s->res.stages - 1) return serve_hop_bytes(s, st, p->emits > 0 ? p->emits : 1);
+    if (last_stage(s, st)) return serve_hop_bytes(s, st, p->emits > 0 ? p->emits : 1);
     return serve_hop_bytes(s, st, p->tokens);
 }
 
@@ -100,6 +108,14 @@ void serve_timeline_meta(const struct serve *s, bool detail,
                  r->stage[st].free_bytes + r->stage[st].weights);
         meta(f, r->stage[st].chip, st, label);
     }
+    /* Replicas as groups: which replica (and pool) each stage's chip serves. */
+    if (r->replicas > 1 || r->pools > 1)
+        for (int st = 0; st < r->stages; st++) {
+            const struct serve_stage_report *x = &r->stage[st];
+            snprintf(label, sizeof label, "replica=%d%s", x->replica,
+                     r->pools > 1 ? (x->pool ? " decode" : " prefill") : "");
+            meta(f, x->chip, st, label);
+        }
 }
 
 void serve_timeline_csv(FILE *f, const struct serve *s)
@@ -110,16 +126,23 @@ void serve_timeline_csv(FILE *f, const struct serve *s)
     serve_timeline_meta(s, false, meta_csv, f);
     if (!rc || r->stages < 1) return;
     char a[48], b[48], label[256];
-    int first = r->stage[0].layer_first, last = r->stage[r->stages - 1].layer_last;
     for (size_t i = 0; i < rc->n_pass; i++) {
         const struct serve_pass_rec *p = &rc->pass[i];
+        /* Its replica's stages (the replica's first chip holds the row). */
+        int g0 = s->rep ? s->rep[s->slot_rep[p->slot]].stage0 : 0, g1 = g0;
+        while (!last_stage(s, g1)) g1++;
+        int first = r->stage[g0].layer_first, last = r->stage[g1].layer_last;
         units_format_seconds_exact(p->start, a, (int)sizeof a);
         units_format_seconds_exact(p->end, b, (int)sizeof b);
         serve_pass_label(label, sizeof label, p);
         int n = (int)strlen(label);
-        snprintf(label + n, sizeof label - (size_t)n, ", stages 0-%d", r->stages - 1);
-        fprintf(f, "%d,0,compute,%s,%d,-1,%d,%d,%s,%s,0,,", r->stage[0].chip, serve_pass_kind(p),
-                p->slot, first, last, a, b);
+        if (r->replicas > 1)
+            snprintf(label + n, sizeof label - (size_t)n, ", replica %d, stages %d-%d",
+                     r->stage[g0].replica, g0, g1);
+        else
+            snprintf(label + n, sizeof label - (size_t)n, ", stages 0-%d", g1);
+        fprintf(f, "%d,%d,compute,%s,%d,-1,%d,%d,%s,%s,0,,", r->stage[g0].chip, g0,
+                serve_pass_kind(p), p->slot, first, last, a, b);
         csv_fwrite(f, label, strlen(label));
         fprintf(f, ",%zu,-1,-1,-1,,,\n", i);
     }
@@ -149,7 +172,7 @@ void serve_timeline_csv_detail(FILE *f, const struct serve *s)
     }
     for (int st = 0; rc->stage && st < r->stages; st++) {
         const struct serve_stage_rec *sr = &rc->stage[st];
-        bool back = st == r->stages - 1;
+        bool back = last_stage(s, st);
         for (size_t i = 0; i < sr->n_hop; i++) {
             const struct serve_pass_rec *p = &rc->pass[sr->hop_pass[i]];
             /* The row is the link's busy time; the bytes arrive one hop
@@ -191,8 +214,14 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     const char *sep = "";
     for (int st = 0; st < r->stages; st++) {
         int c = r->stage[st].chip;
-        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-                   "\"args\":{\"name\":\"chip %d (stage %d)\"}}", sep, c, c, st);
+        if (r->replicas > 1 || r->pools > 1)
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                       "\"args\":{\"name\":\"replica %d%s: chip %d (stage %d)\"}}", sep, c,
+                    r->stage[st].replica,
+                    r->pools > 1 ? (r->stage[st].pool ? " decode" : " prefill") : "", c, st);
+        else
+            fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+                       "\"args\":{\"name\":\"chip %d (stage %d)\"}}", sep, c, c, st);
         sep = ",\n";
         fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                    "\"args\":{\"sort_index\":%d}}", sep, c, st);

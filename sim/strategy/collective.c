@@ -6,7 +6,8 @@
  * the slowest neighbour pair of the group sets the pace):
  *   ring        all-reduce 2(n−1)·hop(S/n); reduce-scatter, all-gather
  *               (n−1)·hop(S/n); broadcast, a chain pipelined in C chunks,
- *               (n+C−2)·hop(S/C).
+ *               (n+C−2)·s + (n−1)·α with s = hop(S/C) − α (the latency is
+ *               in flight while the next chunk is sent).
  *   tree        (NCCL's double binary tree, pipelined) all-reduce
  *               2·⌈log2 n⌉·α + 2·S/B: every chip sends its partial up one tree
  *               and the result down the other, S each way.
@@ -204,26 +205,26 @@ static mp_time hd_time(const struct system *sys, const int *chips, int n, double
 }
 
 static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
-                       const int *chips, int n, double bytes);
+                       const int *chips, int n, double bytes, int chunks);
 
 static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
                          double bytes)
 {
     struct hier h;
-    if (!hier_split(sys, chips, n, &h)) return op_time(sys, op, COLL_RING, chips, n, bytes);
+    if (!hier_split(sys, chips, n, &h)) return op_time(sys, op, COLL_RING, chips, n, bytes, 1);
     mp_time t = 0;
     int *rail = mp_xmalloc((size_t)h.nodes * sizeof *rail);
     /* The node-local phases run in every node at once; the slowest sets it. */
     mp_time in_rs = 0, in_ag = 0, across = 0;
     for (int k = 0; k < h.nodes; k++) {
-        mp_time a = op_time(sys, COLL_REDUCE_SCATTER, COLL_RING, h.local + k * h.per, h.per, bytes);
-        mp_time b = op_time(sys, COLL_ALL_GATHER, COLL_RING, h.local + k * h.per, h.per, bytes);
+        mp_time a = op_time(sys, COLL_REDUCE_SCATTER, COLL_RING, h.local + k * h.per, h.per, bytes, 1);
+        mp_time b = op_time(sys, COLL_ALL_GATHER, COLL_RING, h.local + k * h.per, h.per, bytes, 1);
         if (a > in_rs) in_rs = a;
         if (b > in_ag) in_ag = b;
     }
     for (int l = 0; l < h.per; l++) {
         for (int k = 0; k < h.nodes; k++) rail[k] = h.local[k * h.per + l];
-        mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per);
+        mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per, 1);
         if (c > across) across = c;
     }
     if (op == COLL_ALL_REDUCE) t = mp_time_add(mp_time_add(in_rs, across), in_ag);
@@ -235,7 +236,7 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
 }
 
 static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
-                       const int *chips, int n, double bytes)
+                       const int *chips, int n, double bytes, int chunks)
 {
     if (n <= 1 || bytes <= 0) return 0;
     if (algo == COLL_AUTO) algo = collective_pick(sys, op, chips, n);
@@ -253,11 +254,11 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         int depth = ceil_log2(n);
         if (op == COLL_ALL_REDUCE) return mp_time_add(mp_time_mul(lat, 2LL * depth), mp_time_mul(bw, 2));
         if (op == COLL_BROADCAST) return mp_time_add(mp_time_mul(lat, depth), bw);
-        return op_time(sys, op, COLL_RING, chips, n, bytes);
+        return op_time(sys, op, COLL_RING, chips, n, bytes, 1);
     }
     case COLL_HALVING_DOUBLING:
         if (op == COLL_ALL_REDUCE) return mp_time_mul(hd_time(sys, chips, n, bytes), 2);
-        if (op == COLL_BROADCAST) return op_time(sys, op, COLL_TREE, chips, n, bytes);
+        if (op == COLL_BROADCAST) return op_time(sys, op, COLL_TREE, chips, n, bytes, 1);
         return hd_time(sys, chips, n, bytes);
     case COLL_DIRECT:
         if (op == COLL_ALL_REDUCE) return mp_time_mul(direct_time(sys, chips, n, bytes / n), 2);
@@ -267,16 +268,33 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         return hier_time(sys, op, chips, n, bytes);
     case COLL_RING:
     default:
+        if (chunks > 1 && op != COLL_BROADCAST) {
+            /* collective.h: steps every max(α + s, C·s), the last piece
+             * landing C·s + α after the last step starts. */
+            long long steps = op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
+            mp_time a = ring_hop(sys, chips, n, 0);
+            mp_time ser = ring_hop(sys, chips, n, bytes / n / rings / chunks) - a;
+            mp_time cs = mp_time_mul(ser, chunks), as = mp_time_add(a, ser);
+            mp_time pace = as > cs ? as : cs;
+            return mp_time_add(mp_time_add(mp_time_mul(pace, steps - 1), cs), a);
+        }
         if (op == COLL_ALL_REDUCE) return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), 2LL * (n - 1));
-        if (op == COLL_BROADCAST)
-            return mp_time_mul(ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings), n + BCAST_CHUNKS - 2);
+        if (op == COLL_BROADCAST) {
+            /* Chunk j reaches chip i at (j + i)·s + i·α: each chip forwards a
+             * chunk as it arrives and the latency is in flight, not on the
+             * link (DESIGN.md §2), so the last chunk lands at
+             * (n + C − 2)·s + (n − 1)·α. */
+            mp_time a = ring_hop(sys, chips, n, 0);
+            mp_time ser = ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings) - a;
+            return mp_time_add(mp_time_mul(ser, n + BCAST_CHUNKS - 2), mp_time_mul(a, n - 1));
+        }
         return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), n - 1);
     }
 }
 
 mp_time collective_time(const struct system *sys, const struct coll_spec *c)
 {
-    return op_time(sys, c->op, c->algo, c->chips, c->n, c->bytes);
+    return op_time(sys, c->op, c->algo, c->chips, c->n, c->bytes, c->chunks > 1 ? c->chunks : 1);
 }
 
 double collective_work(const struct system *sys, const struct coll_spec *c, enum fidelity fid,
@@ -339,6 +357,7 @@ static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, 
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[x->c->op];
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, tag,
                         system_route_time(x->sys, links, nl, bytes));
+    o.latency = system_route_time(x->sys, links, nl, 0);
     o.bytes = bytes;
     o.comm = x->c->comm;
     o.mb = x->c->mb;
@@ -351,12 +370,15 @@ static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, 
     return id;
 }
 
-/* Ring with `steps` steps of bytes/n over chips[0..n): in done[i] the last
- * transfer into chip i. */
+/* Ring with `steps` steps of bytes/n over chips[0..n), each step in C
+ * chunks (coll_spec.chunks) sent one after another: in done[i] the last
+ * transfer into chip i. Appended step by step, chunk by chunk, so that each
+ * chip's comm stream sends in that order (collective.h has the times). */
 static void ring_expand(struct expand *x, const int *chips, int n, double bytes, int steps,
                         const int *ready, int *done)
 {
-    double chunk = bytes / n;
+    int C = x->c->chunks > 1 ? x->c->chunks : 1;
+    double chunk = bytes / n / C;
     if (x->c->compact) {
         /* One OP_RING per chip; the engine generates its steps (taskgraph.h). */
         int first = x->g->n_ops;
@@ -364,20 +386,23 @@ static void ring_expand(struct expand *x, const int *chips, int n, double bytes,
             int id = transfer(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1);
             if (!x->g->over) x->g->ops[id].kind = OP_RING;
         }
-        tg_add_ring(x->g, first, n, steps);
+        tg_add_ring_chunked(x->g, first, n, steps * C, C);
         for (int i = 0; i < n; i++) done[i] = first + (i + n - 1) % n;
         return;
     }
-    int *prev = mp_xmalloc((size_t)n * sizeof *prev), *cur = mp_xmalloc((size_t)n * sizeof *cur);
+    /* prev[c·n + i]: chunk c's transfer out of chip i in the step before. */
+    int *prev = mp_xmalloc((size_t)n * C * sizeof *prev), *cur = mp_xmalloc((size_t)n * C * sizeof *cur);
     for (int step = 0; step < steps; step++) {
-        for (int i = 0; i < n; i++) {
-            /* What chip i sends at this step is what it received last step. */
-            int dep = step == 0 ? ready[i] : prev[(i + n - 1) % n];
-            cur[i] = transfer(x, chips[i], chips[(i + 1) % n], chunk, dep, -1);
-        }
+        for (int c = 0; c < C; c++)
+            for (int i = 0; i < n; i++) {
+                /* What chip i sends at this step is what it received last step. */
+                int dep = step == 0 ? ready[i] : prev[c * n + (i + n - 1) % n];
+                cur[c * n + i] = transfer(x, chips[i], chips[(i + 1) % n], chunk, dep, -1);
+            }
         int *t = prev; prev = cur; cur = t;
     }
-    for (int i = 0; i < n; i++) done[i] = prev[(i + n - 1) % n];
+    /* The last chunk lands last (the chunks of a step go in order). */
+    for (int i = 0; i < n; i++) done[i] = prev[(C - 1) * n + (i + n - 1) % n];
     free(prev);
     free(cur);
 }
@@ -481,14 +506,20 @@ static void single_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
                       int n, double bytes, const int *ready, int *done)
 {
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[op];
-    struct op o = tg_op(OP_COLLECTIVE, chips[0], STREAM_COMM, tag,
-                        op_time(x->sys, op, algo, chips, n, bytes));
+    bool whole = op == x->c->op && chips == x->c->chips && n == x->c->n && bytes == x->c->bytes;
+    mp_time t = whole && x->c->time > 0
+                    ? x->c->time
+                    : op_time(x->sys, op, algo, chips, n, bytes, x->c->chunks > 1 ? x->c->chunks : 1);
+    struct op o = tg_op(OP_COLLECTIVE, chips[0], STREAM_COMM, tag, t);
     o.bytes = bytes;
     o.comm = x->c->comm;
     o.mb = x->c->mb;
     o.stage = x->c->stage;
     int id = tg_add(x->g, &o);
-    for (int i = 0; i < n; i++) {
+    /* Usually every member waits on the same op: one dependency. */
+    bool same = true;
+    for (int i = 1; i < n && same; i++) same = ready[i] == ready[0];
+    for (int i = 0; i < (same ? 1 : n); i++) {
         bool seen = false;
         for (int k = 0; k < i; k++) seen |= ready[k] == ready[i];
         if (ready[i] >= 0 && !seen) tg_dep(x->g, ready[i], id);

@@ -16,6 +16,18 @@
  * ring successor. With no other traffic the time is 2(n−1)·(α + S/(n·B)) =
  * 2(n−1)/n · S/B + 2(n−1)·α, the textbook (and nccl-tests) figure.
  *
+ * In C chunks (coll_spec.chunks) every step sends C pieces of s = S/(n·C·B)
+ * seconds each, one after another; a piece is forwarded as soon as it has
+ * arrived and the sender's link is free, and the latency α is in flight, not
+ * on the link (DESIGN.md §2). Step k+1 of a chip can start once its first
+ * piece of step k has arrived (α + s after step k started) and the chip has
+ * sent its C pieces of step k (C·s), so steps follow each other every
+ * max(α + s, C·s), and with N steps the last piece lands at
+ *   (N − 1)·max(α + s, C·s) + C·s + α:
+ * 2(n−1)·(α + s) + (C − 1)·s when α ≥ (C−1)·s (each chunk one step behind
+ * the one before: latency paid once per step), and N·C·s + α otherwise
+ * (bandwidth-bound: the latency paid once in all).
+ *
  * `bytes` is always the whole buffer as nccl-tests counts it: the reduced
  * buffer (all-reduce, reduce-scatter input), the gathered buffer
  * (all-gather output), everything a chip sends and receives (all-to-all), the
@@ -54,6 +66,11 @@ struct coll_spec {
     bool compact;          /* detailed rings as one OP_RING per chip (tg_add_ring):
                               same times, O(n) ops instead of O(n²), but no
                               op per transfer for reports to list */
+    mp_time time;          /* fast fidelity: the op's duration when already known
+                              (collective_time of this very spec), 0 = compute it */
+    int chunks;            /* ring algorithms: the buffer cut in this many pieces in
+                              flight at once, each step sending them in turn (NCCL's
+                              chunks); 0 or 1 = one buffer */
 };
 
 /* Names ("all_reduce", "ring", ...) and lookup; -1 when unknown. */

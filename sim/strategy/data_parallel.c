@@ -67,6 +67,9 @@ static int copy_of(const struct dp_state *st, int d, int s)
     return q * prog->stages + s;
 }
 
+static void build_units(struct dp_state *st);
+static void add_collective(struct dp_state *st, struct taskgraph *g, int d, struct coll_spec *c);
+
 bool dp_gathers_params_early(const struct dp_state *st)
 {
     return st->in.overlap_param_gather && (st->in.zero == 1 || st->in.zero == 2) &&
@@ -92,8 +95,7 @@ static void gather_params(struct dp_state *st, struct taskgraph *g, int d, int a
         struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
                                .n = st->in.dp, .bytes = params / n * st->in.weight_bits / 8.0,
                                .comm = COMM_DP, .mb = -1, .stage = -1 };
-        collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-        st->collectives++;
+        add_collective(st, g, d, &c);
         if (k == 0 && first_of >= 0) st->gather_first[first_of] = st->done[0];
     }
 }
@@ -155,23 +157,71 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
             for (int q2 = 0; q2 < q; q2++) seen |= prog->device_of[q2 * S + s] == d;
             if (!seen || prog->paths == 2) st->device_params[d] += st->stage_params[s];
         }
+    st->host_bytes = mp_xcalloc((size_t)D, sizeof *st->host_bytes);
+    enum offload_kind off = in->offload ? in->offload->kind : OFFLOAD_NONE;
     for (int d = 0; d < D; d++) {
         int chip = in->chip_of_device[d];
         double b[3];
         dp_bytes_per_param_recipe(in->weight_bits, in->grad_bits, in->optimizer_bits, in->zero,
                                   in->dp, b);
         if (in->layer_params) {
-            tg_static_alloc(g, chip, MEM_WEIGHTS, st->device_params[d] * b[0]);
+            /* Offloaded state is held by the host, not the chip (offload.h). */
+            double w = st->device_params[d] * b[0], o = st->device_params[d] * b[2];
+            if (off >= OFFLOAD_OPTIMIZER) st->host_bytes[d] += o, o = 0;
+            if (off >= OFFLOAD_WEIGHTS) st->host_bytes[d] += w, w = 0;
+            tg_static_alloc(g, chip, MEM_WEIGHTS, w);
             tg_static_alloc(g, chip, MEM_GRADS, st->device_params[d] * b[1]);
-            tg_static_alloc(g, chip, MEM_OPTIMIZER, st->device_params[d] * b[2]);
+            tg_static_alloc(g, chip, MEM_OPTIMIZER, o);
         } else {
             tg_static_alloc(g, chip, MEM_WEIGHTS, in->synthetic_weights);
         }
     }
+    if (in->zero >= 3 && (in->dp > 1 || off >= OFFLOAD_WEIGHTS) && in->layer_params &&
+        in->layer_flops)
+        build_units(st);
     st->gather_first = mp_xmalloc((size_t)D * sizeof *st->gather_first);
     for (int d = 0; d < D; d++) st->gather_first[d] = -1;
     if (dp_gathers_params_early(st))
-        for (int d = 0; d < D; d++) gather_params(st, g, d, -1, d);
+        for (int d = 0; d < D; d++) {
+            gather_params(st, g, d, -1, d);
+            if (st->gather_first[d] < 0) continue;
+            /* The device's first forward needs the first bucket: a
+             * zero-time mark heads its compute stream (every pass keeps
+             * the same dependencies, so the steady state still repeats). */
+            struct op m = tg_op(OP_MEMORY, in->chip_of_device[d], STREAM_COMPUTE, TAG_MEM, 0);
+            int id = tg_add(g, &m);
+            tg_dep(g, st->gather_first[d], id);
+        }
+}
+
+double dp_host_bytes(const struct dp_state *st, int device)
+{
+    return st->host_bytes[device];
+}
+
+static enum offload_kind offloads(const struct dp_state *st)
+{
+    return st->in.offload ? st->in.offload->kind : OFFLOAD_NONE;
+}
+
+/* Append collective `c` of device d's DP group (group() already called),
+ * its fast time looked up before it is priced. */
+static void add_collective(struct dp_state *st, struct taskgraph *g, int d, struct coll_spec *c)
+{
+    if (st->in.fidelity == FIDELITY_FAST) {
+        int i = 0;
+        while (i < st->n_timed && !(st->timed[i].device == d && st->timed[i].op == (int)c->op &&
+                                    st->timed[i].bytes == c->bytes))
+            i++;
+        if (i == st->n_timed) {
+            MP_GROW(st->timed, st->cap_timed, st->n_timed + 1);
+            st->timed[st->n_timed++] = (struct dp_timed){ d, (int)c->op, c->bytes,
+                                                          collective_time(st->in.sys, c) };
+        }
+        c->time = st->timed[i].t;
+    }
+    collective_add(g, st->in.sys, c, st->in.fidelity, st->ready, st->done);
+    st->collectives++;
 }
 
 static void add_sync(struct dp_state *st, int device, int op)
@@ -185,15 +235,23 @@ static void add_sync(struct dp_state *st, int device, int op)
 static void bucket(struct dp_state *st, struct taskgraph *g, int d, int stage, double bytes,
                    int after)
 {
-    if (bytes <= 0 || st->in.dp <= 1) return;
-    group(st, d);
-    for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
-    struct coll_spec c = { .op = st->in.zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE,
-                           .algo = st->in.algo, .chips = st->chips, .n = st->in.dp, .bytes = bytes,
-                           .comm = COMM_DP, .mb = -1, .stage = stage };
-    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-    add_sync(st, d, st->done[0]);
-    st->collectives++;
+    bool off = offloads(st) >= OFFLOAD_OPTIMIZER;
+    if (bytes <= 0 || (st->in.dp <= 1 && !off)) return;
+    int done = after;
+    if (st->in.dp > 1) {
+        group(st, d);
+        for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
+        struct coll_spec c = { .op = st->in.zero >= 1 ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE,
+                               .algo = st->in.algo, .chips = st->chips, .n = st->in.dp,
+                               .bytes = bytes, .comm = COMM_DP, .mb = -1, .stage = stage };
+        add_collective(st, g, d, &c);
+        done = st->done[0];
+    }
+    /* ZeRO-Offload: the reduced shard goes to the host for CPU-Adam. */
+    if (off)
+        done = offload_copy(g, st->in.offload, st->in.chip_of_device[d], true,
+                            st->in.zero >= 1 ? bytes / st->in.dp : bytes, done, MEM_GRADS, 0, 0);
+    add_sync(st, d, done);
 }
 
 static void flush(struct dp_state *st, struct taskgraph *g, int d, int stage)
@@ -206,7 +264,7 @@ static void flush(struct dp_state *st, struct taskgraph *g, int d, int stage)
 void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer, int op)
 {
     struct dp_state *st = ctx;
-    if (!st->in.overlap) return;
+    if (!st->in.overlap || st->units) return; /* ZeRO 3 reduce-scatters per unit */
     int k = copy_of(st, device, stage);
     double bytes = layer < 0 || !st->in.layer_params
                        ? st->left_bytes[k]
@@ -219,35 +277,84 @@ void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer
         flush(st, g, device, stage);
 }
 
-double dp_pass_buffer(const struct dp_state *st, int device)
+const struct pipe_units *dp_units(const struct dp_state *st)
 {
-    if (st->in.zero < 3 || st->in.dp <= 1 || !st->in.layer_params) return 0;
-    /* The gathered weights of the device's largest stage. */
-    double most = 0;
-    const struct pipe_program *prog = st->in.prog;
-    for (int s = 0; s < prog->stages; s++)
-        if (prog->device_of[s] == device && st->stage_params[s] > most) most = st->stage_params[s];
-    return most * st->in.weight_bits / 8.0;
+    return st->units;
 }
 
-int dp_before_pass(void *ctx, struct taskgraph *g, int device, int stage, int kind, int prev)
+/* One unit per layer of each stage, its share the layer's forward FLOPs; a
+ * pass holds the largest two neighbouring units' gathered weights (or the
+ * largest one, when a stage has one layer or a single huge one) and a
+ * backward the largest unit's fp32 gradients. */
+static void build_units(struct dp_state *st)
+{
+    const struct dp_input *in = &st->in;
+    int S = in->prog->stages, total = 0;
+    for (int s = 0; s < S; s++) total += in->stage[s].layer_last - in->stage[s].layer_first + 1;
+    st->units = mp_xcalloc((size_t)S, sizeof *st->units);
+    st->unit_share = mp_xcalloc((size_t)total, sizeof *st->unit_share);
+    double wb = in->weight_bits / 8.0, *share = st->unit_share;
+    for (int s = 0; s < S; s++) {
+        int lo = in->stage[s].layer_first, n = in->stage[s].layer_last - lo + 1;
+        struct pipe_units *u = &st->units[s];
+        double flops = 0, pair = 0, most = 0;
+        for (int l = lo; l < lo + n; l++) flops += in->layer_flops[l];
+        for (int k = 0; k < n; k++) {
+            double p = in->layer_params[lo + k];
+            share[k] = flops > 0 ? in->layer_flops[lo + k] / flops : 1.0 / n;
+            if (p > most) most = p;
+            if (k + 1 < n && p + in->layer_params[lo + k + 1] > pair) pair = p + in->layer_params[lo + k + 1];
+        }
+        u->n = n;
+        u->share = share;
+        u->gathered_bytes = (pair > most ? pair : most) * wb;
+        u->grad_bytes = most * grad_bytes(st);
+        share += n;
+    }
+}
+
+int dp_before_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue)
 {
     struct dp_state *st = ctx;
-    if (st->gather_first && st->gather_first[device] >= 0) {
-        /* overlap_param_gather: the first forward needs its first bucket. */
-        int op = kind == PIPE_F ? st->gather_first[device] : -1;
-        if (op >= 0) st->gather_first[device] = -1;
-        return op;
-    }
-    if (st->in.zero < 3 || st->in.dp <= 1 || !st->in.layer_params) return -1;
+    int layer = st->in.stage[stage].layer_first + unit;
+    double wb = st->in.weight_bits / 8.0;
+    /* ZeRO-Infinity: the chip's shard of the layer comes from host memory
+     * first, then the group gathers the layer from the shards. */
+    if (offloads(st) >= OFFLOAD_WEIGHTS)
+        issue = offload_copy(g, st->in.offload, st->in.chip_of_device[device], false,
+                             st->in.layer_params[layer] * wb / st->in.dp, issue, MEM_COMM, 0, 0);
+    if (st->in.dp <= 1) return issue;
     group(st, device);
-    for (int r = 0; r < st->in.dp; r++) st->ready[r] = prev;
+    for (int r = 0; r < st->in.dp; r++) st->ready[r] = issue;
     struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
-                           .n = st->in.dp, .bytes = st->stage_params[stage] * st->in.weight_bits / 8.0,
+                           .n = st->in.dp, .bytes = st->in.layer_params[layer] * st->in.weight_bits / 8.0,
                            .comm = COMM_DP, .mb = -1, .stage = stage };
-    collective_add(g, st->in.sys, &c, st->in.fidelity, st->ready, st->done);
-    st->collectives++;
+    add_collective(st, g, device, &c);
     return st->done[0];
+}
+
+void dp_after_unit(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last)
+{
+    struct dp_state *st = ctx;
+    int layer = st->in.stage[stage].layer_first + unit;
+    double bytes = st->in.layer_params[layer] * grad_bytes(st);
+    int done = last;
+    if (st->in.dp > 1) {
+        group(st, device);
+        for (int r = 0; r < st->in.dp; r++) st->ready[r] = last;
+        struct coll_spec c = { .op = COLL_REDUCE_SCATTER, .algo = st->in.algo, .chips = st->chips,
+                               .n = st->in.dp, .bytes = bytes, .comm = COMM_DP, .mb = -1,
+                               .stage = stage };
+        add_collective(st, g, device, &c);
+        done = st->done[0];
+    }
+    /* ZeRO-Offload with ZeRO 3: every microbatch's reduced shard goes to
+     * the host, where CPU-Adam accumulates it. */
+    if (offloads(st) >= OFFLOAD_OPTIMIZER)
+        done = offload_copy(g, st->in.offload, st->in.chip_of_device[device], true,
+                            bytes / st->in.dp, done, MEM_GRADS, 0, 0);
+    /* The optimizer step waits for every reduce-scatter of the device. */
+    if (done != last) add_sync(st, device, done);
 }
 
 /* The model-parallel group of the gradient norm's all-reduce: every
@@ -266,12 +373,17 @@ static int norm_group(const struct dp_state *st, int *chips)
 /* Per device after its gradients are synced: the gradient norm, its
  * all-reduce over the model-parallel chips, the Adam step with the
  * zeroing of the gradient buffers; ZeRO 1/2 then all-gather the updated
- * weights (unless they are gathered at the step's start). */
+ * weights (unless they are gathered at the step's start). With the
+ * optimizer offloaded (offload.h) the norm and the step run on the host
+ * (CPU-Adam, not modelled): a zero-time mark on the copy stream once every
+ * gradient has left, the norm's all-reduce, and (offload = optimizer) the
+ * updated 16-bit weights, the chip's shard, back before the gather. */
 static void step_work(struct dp_state *st, struct taskgraph *g, const struct pipeline_out *po)
 {
     const struct dp_input *in = &st->in;
     int D = in->prog->devices;
     if (!in->layer_params) return;
+    enum offload_kind off = offloads(st);
     int *norm = mp_xmalloc((size_t)D * sizeof *norm), *after = mp_xmalloc((size_t)D * sizeof *after);
     int n_group = D > in->tp ? D : in->tp;
     int *chips = mp_xmalloc((size_t)n_group * sizeof *chips);
@@ -287,6 +399,7 @@ static void step_work(struct dp_state *st, struct taskgraph *g, const struct pip
                         ? in->memory_time(in->ctx, owned * dp_norm_bytes_per_param(in->grad_bits), 1)
                         : 0;
         struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER, t);
+        if (off >= OFFLOAD_OPTIMIZER) o = tg_op(OP_MEMORY, chip, STREAM_FROM_HOST, TAG_OPTIMIZER, 0);
         norm[d] = tg_add(g, &o);
         if (po->last_op[d] >= 0) tg_dep(g, po->last_op[d], norm[d]);
         if (po->last_any[d] >= 0 && po->last_any[d] != po->last_op[d]) tg_dep(g, po->last_any[d], norm[d]);
@@ -306,14 +419,22 @@ static void step_work(struct dp_state *st, struct taskgraph *g, const struct pip
         double params = st->device_params[d];
         if (params <= 0) continue;
         double owned = in->zero >= 1 ? params / in->dp : params;
-        double held = params * b[1];   /* gradient bytes the chip holds */
-        double bytes = owned * dp_adam_bytes_per_param(in->weight_bits, in->grad_bits,
-                                                       in->optimizer_bits) + held;
-        mp_time t = in->memory_time ? in->memory_time(in->ctx, bytes, 2) : 0;
-        struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER, t);
-        int id = tg_add(g, &o);
-        tg_dep(g, norm[d], id);
-        if (after[d] != norm[d]) tg_dep(g, after[d], id);
+        int id;
+        if (off >= OFFLOAD_OPTIMIZER) {
+            id = after[d];
+            if (off == OFFLOAD_OPTIMIZER)
+                id = offload_copy(g, in->offload, chip, false, owned * in->weight_bits / 8.0, id,
+                                  MEM_WEIGHTS, 0, 0);
+        } else {
+            double held = params * b[1];   /* gradient bytes the chip holds */
+            double bytes = owned * dp_adam_bytes_per_param(in->weight_bits, in->grad_bits,
+                                                           in->optimizer_bits) + held;
+            mp_time t = in->memory_time ? in->memory_time(in->ctx, bytes, 2) : 0;
+            struct op o = tg_op(OP_COMPUTE, chip, STREAM_COMPUTE, TAG_OPTIMIZER, t);
+            id = tg_add(g, &o);
+            tg_dep(g, norm[d], id);
+            if (after[d] != norm[d]) tg_dep(g, after[d], id);
+        }
         if ((in->zero == 1 || in->zero == 2) && in->dp > 1 && !dp_gathers_params_early(st))
             gather_params(st, g, d, id, -1);
     }
@@ -329,7 +450,7 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
     const struct pipe_program *prog = st->in.prog;
     /* Whatever no bucket took yet syncs after the device's last op; without
      * overlap that is one collective per device, as Megatron does. */
-    for (int d = 0; d < prog->devices; d++)
+    for (int d = 0; d < prog->devices && !st->units; d++)
         for (int i = st->dev_off[d]; i < st->dev_off[d + 1]; i++) {
             int k = st->dev_key[i], s = k % prog->stages;
             if (st->pending_bytes[k] > 0) flush(st, g, d, s);
@@ -363,6 +484,10 @@ void dp_release(struct dp_state *st)
     free(st->chips);
     free(st->ready);
     free(st->done);
+    free(st->units);
+    free(st->unit_share);
+    free(st->host_bytes);
+    free(st->timed);
     free(st->gather_first);
     memset(st, 0, sizeof *st);
 }

@@ -2,6 +2,7 @@
 #include "pipeline.h"
 
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "collective.h"
@@ -19,6 +20,7 @@ struct op_index {
     int *pass;   /* [(s*mbs + mb)*N_PASSES + pass]: op whose end is the pass's output */
     int *first;  /* same index: the pass's first op (dependencies land on it) */
     int *send;   /* [(s*mbs + mb)*2 + (0 fwd, 1 bwd)] */
+    int *stash;  /* [s*mbs + mb]: the copy of its activations to the host (offload), or -1 */
 };
 
 static int *at_first(struct op_index *ix, int mb, int s, int pass)
@@ -279,19 +281,161 @@ static int rank_ops(struct taskgraph *g, const struct pipeline_plan *pl, int chi
     return n;
 }
 
+/* ---- ZeRO-3 / FSDP units (pipeline.h) ---------------------------------- */
+
+/* Per device, across its passes: the marker of the last unit opened, and an
+ * all-gather already issued for the first unit of program entry `for_k`. */
+struct unit_carry {
+    int last_marker;
+    int prefetched, for_k;
+};
+
+/* One pass cut into units: bound[j] .. bound[j+1] is the j-th unit opened
+ * (in pass order) as a time into the pass's compute. */
+struct unit_walk {
+    const struct pipeline_plan *pl;
+    struct taskgraph *g;
+    struct unit_carry *carry;
+    int device, chip, stage, n, opened, closed, k;
+    bool gather, scatter, reverse;
+    const struct pipe_op *next;   /* the device's next program entry, NULL if none */
+    int next_k;
+    mp_time bound[1];             /* [n + 1], allocated with the walk */
+};
+
+static bool gathers(int kind) { return kind == PIPE_F || kind == PIPE_B || kind == PIPE_BW; }
+
+static struct unit_walk *units_begin(struct taskgraph *g, const struct pipeline_plan *pl,
+                                     struct unit_carry *carry, int device, int chip,
+                                     const struct pipe_op *p, int k, mp_time total)
+{
+    const struct pipe_units *u = pl->units ? &pl->units[p->stage] : NULL;
+    if (!u || u->n == 0 || p->kind == PIPE_FB) return NULL;
+    struct unit_walk *w = mp_xcalloc(1, sizeof *w + (size_t)u->n * sizeof w->bound[0]);
+    *w = (struct unit_walk){ .pl = pl, .g = g, .carry = carry, .device = device, .chip = chip,
+                             .stage = p->stage, .n = u->n, .k = k, .gather = gathers(p->kind),
+                             .scatter = p->kind == PIPE_W || p->kind == PIPE_BW,
+                             .reverse = p->kind != PIPE_F };
+    const struct pipe_program *prog = pl->prog;
+    if (k + 1 < prog->n_ops[device]) {
+        w->next = &prog->ops[device][k + 1];
+        w->next_k = k + 1;
+    }
+    double at = 0;
+    w->bound[0] = 0;
+    for (int j = 0; j < u->n; j++) {
+        at += u->share[w->reverse ? u->n - 1 - j : j];
+        w->bound[j + 1] = j + 1 == u->n ? total : mp_time_from_ps(at * (double)total);
+    }
+    return w;
+}
+
+static int unit_of(const struct unit_walk *w, int j) { return w->reverse ? w->n - 1 - j : j; }
+
+/* Open the next unit: its marker (the pass's input lands on the first),
+ * the all-gather of the unit after it (or of the next pass's first unit)
+ * issued at that marker, and the op its compute waits for. */
+static int unit_open(struct unit_walk *w, const int *deps, int n_deps, int mb)
+{
+    const struct pipeline_plan *pl = w->pl;
+    struct unit_carry *c = w->carry;
+    int j = w->opened++;
+    int gate = -1;
+    if (w->gather && j == 0 && c->for_k == w->k) gate = c->prefetched;
+    else if (w->gather && j == 0)
+        gate = pl->before_unit(pl->hook_ctx, w->g, w->device, w->stage, unit_of(w, 0), c->last_marker);
+    else if (w->gather)
+        gate = c->prefetched; /* issued at the previous unit's marker */
+    struct op m = tg_op(OP_MEMORY, w->chip, STREAM_COMPUTE, TAG_MEM, 0);
+    m.mb = mb;
+    m.stage = w->stage;
+    int marker = tg_add(w->g, &m);
+    if (j == 0) dep_all(w->g, deps, n_deps, marker);
+    c->last_marker = marker;
+    c->for_k = -1;
+    c->prefetched = -1;
+    if (w->gather && j + 1 < w->n) {
+        c->prefetched = pl->before_unit(pl->hook_ctx, w->g, w->device, w->stage, unit_of(w, j + 1), marker);
+    } else if (j + 1 == w->n && w->next && gathers(w->next->kind) && pl->units[w->next->stage].n > 0) {
+        int first = w->next->kind == PIPE_F ? 0 : pl->units[w->next->stage].n - 1;
+        c->prefetched = pl->before_unit(pl->hook_ctx, w->g, w->device, w->next->stage, first, marker);
+        c->for_k = w->next_k;
+    }
+    return gate;
+}
+
+static void unit_close(struct unit_walk *w, int last)
+{
+    int j = w->closed++;
+    if (w->scatter) w->pl->after_unit(w->pl->hook_ctx, w->g, w->device, w->stage, unit_of(w, j), last);
+}
+
+/* FB (DualPipe) passes are not cut: every unit of the forward stage is
+ * gathered before and every unit of the backward stage reduce-scattered
+ * after. */
+static int fb_gather(struct taskgraph *g, const struct pipeline_plan *pl, struct unit_carry *c,
+                     int device, const struct pipe_op *p, int id)
+{
+    if (!pl->units || pl->units[p->stage].n == 0) return id;
+    for (int u = 0; u < pl->units[p->stage].n; u++) {
+        c->last_marker = pl->before_unit(pl->hook_ctx, g, device, p->stage, u, c->last_marker);
+        if (id >= 0) tg_dep(g, c->last_marker, id);
+    }
+    c->prefetched = c->for_k = -1;
+    return id;
+}
+
 /* Append one program entry as its segments (tensor.h) or as one op; the
  * pass's activation memory rides on its first and last compute ops, its
  * communication buffers (TSP, ZeRO-3) on zero-time ops around it. `deps`
  * are the ops its input waits for. */
+static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, int device,
+                           int chip, const struct pipe_op *p, int k, const struct tp_pass *tpp,
+                           struct op base, double extra, const int *deps, int n_deps, int *ready,
+                           int *done, struct unit_carry *carry, struct emitted *em);
+
 static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int device, int chip,
-                      const struct pipe_op *p, bool last, const int *deps, int n_deps,
-                      int *ready, int *done, struct emitted *em)
+                      const struct pipe_op *p, int k, bool last, const int *deps, int n_deps,
+                      int *ready, int *done, struct unit_carry *carry, struct emitted *em)
 {
     struct op base = compute_op(pl, chip, p);
     const struct tp_pass *tpp = NULL;
     if (pl->tensor && p->kind != PIPE_FB) tpp = tensor_pass(pl->tensor, p->stage, tp_kind(p->kind, last));
-    double extra = p->kind != PIPE_W && p->kind != PIPE_FB ? pl->pass_extra_comm : 0;
+    /* ZeRO-3 units' buffers (gathered weights, a unit's gradients) are given
+     * back as the pass's compute ends, on the compute stream: the next
+     * pass's come after them, never beside. TSP's wait for its comm too. */
+    double zbuf = 0, extra = 0;
+    if (pl->units && pl->units[p->stage].n > 0) {
+        if (gathers(p->kind)) zbuf += pl->units[p->stage].gathered_bytes;
+        if (p->kind == PIPE_W || p->kind == PIPE_BW) zbuf += pl->units[p->stage].grad_bytes;
+    }
     if (tpp && tpp->n > 0) extra += tpp->extra_bytes;
+    if (zbuf > 0) {
+        struct op z = tg_op(OP_MEMORY, chip, STREAM_COMPUTE, TAG_MEM, 0);
+        z.alloc_cat = z.free_cat = MEM_COMM;
+        z.alloc_bytes = zbuf;
+        z.mb = p->mb;
+        z.stage = p->stage;
+        int id = tg_add(g, &z);
+        dep_all(g, deps, n_deps, id);
+        emit_pass_body(g, pl, device, chip, p, k, tpp, base, extra, deps, n_deps, ready, done,
+                       carry, em);
+        z.alloc_bytes = 0;
+        z.free_bytes = zbuf;
+        tg_add(g, &z); /* after the pass's last compute, in stream order */
+        em->first = id;
+        return;
+    }
+    emit_pass_body(g, pl, device, chip, p, k, tpp, base, extra, deps, n_deps, ready, done, carry,
+                   em);
+}
+
+/* emit_pass after its ZeRO-3 buffer: the compute, TSP's buffer around it. */
+static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, int device,
+                           int chip, const struct pipe_op *p, int k, const struct tp_pass *tpp,
+                           struct op base, double extra, const int *deps, int n_deps, int *ready,
+                           int *done, struct unit_carry *carry, struct emitted *em)
+{
     em->grad_seen = false;
     em->last_compute = -1;
     if (p->kind == PIPE_FB && pl->experts && pl->tensor) {
@@ -300,9 +444,32 @@ static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int d
     }
     int buf = extra > 0 ? comm_buffer(g, chip, extra, p->mb, p->stage) : -1;
     if (!tpp || tpp->n == 0) {
-        int id = tg_add(g, &base);
-        dep_all(g, deps, n_deps, id);
-        em->first = buf >= 0 ? buf : id;
+        struct unit_walk *w = units_begin(g, pl, carry, device, chip, p, k, base.duration);
+        if (!w) {
+            int id = tg_add(g, &base);
+            dep_all(g, deps, n_deps, id);
+            if (p->kind == PIPE_FB) fb_gather(g, pl, carry, device, p, id);
+            em->first = buf >= 0 ? buf : id;
+            em->out = em->last_compute = id;
+            if (buf >= 0) tg_dep(g, id, comm_buffer(g, chip, -extra, p->mb, p->stage));
+            return;
+        }
+        /* One piece per unit, its time the unit's share of the pass. */
+        int id = -1;
+        em->first = buf;
+        for (int j = 0; j < w->n; j++) {
+            int gate = unit_open(w, deps, n_deps, p->mb);
+            if (em->first < 0) em->first = carry->last_marker;
+            struct op o = base;
+            o.duration = w->bound[j + 1] - w->bound[j];
+            o.alloc_bytes = j == 0 ? base.alloc_bytes : 0;
+            o.free_bytes = j == w->n - 1 ? base.free_bytes : 0;
+            id = tg_add(g, &o);
+            if (j == 0) dep_all(g, deps, n_deps, id);
+            if (gate >= 0) tg_dep(g, gate, id);
+            unit_close(w, id);
+        }
+        free(w);
         em->out = em->last_compute = id;
         if (buf >= 0) tg_dep(g, id, comm_buffer(g, chip, -extra, p->mb, p->stage));
         return;
@@ -319,6 +486,13 @@ static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int d
         if (!seg[k].is_comm || seg[k].blocking) out_k = k;
     }
     em->first = buf;
+    /* ZeRO-3 units over segments: a unit opens before the compute segment
+     * at whose start its share begins and closes after the one in which it
+     * ends. */
+    mp_time total = 0, at = 0;
+    for (int i = 0; i < tpp->n; i++)
+        if (!seg[i].is_comm) total += seg_time(pl, &seg[i], p->mb);
+    struct unit_walk *w = units_begin(g, pl, carry, device, chip, p, k, total);
     for (int k = 0; k < tpp->n; k++) {
         const struct tp_seg *sg = &seg[k];
         int id;
@@ -328,12 +502,23 @@ static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int d
             for (int r = 0; r < n_ranks; r++) tg_dep(g, ranks[r], id);
             n_ranks = 0;
         } else {
+            int gates[8], n_gates = 0;
+            while (w && w->opened < w->n && (w->bound[w->opened] <= at || k == last_c)) {
+                int gate = unit_open(w, deps, n_deps, p->mb);
+                if (em->first < 0) em->first = carry->last_marker;
+                if (gate >= 0 && n_gates < 8) gates[n_gates++] = gate;
+                else if (gate >= 0) tg_dep(g, gate, carry->last_marker);
+            }
             struct op o = base;
             o.duration = seg_time(pl, sg, p->mb);
+            at += o.duration;
             o.alloc_bytes = k == first_c ? base.alloc_bytes : 0;
             o.free_bytes = k == last_c ? base.free_bytes : 0;
             id = tg_add(g, &o);
             if (prev_c < 0) dep_all(g, deps, n_deps, id);
+            for (int i = 0; i < n_gates; i++) tg_dep(g, gates[i], id);
+            while (w && w->closed < w->opened && (w->bound[w->closed + 1] <= at || k == last_c))
+                unit_close(w, id);
             if (sg->wait >= 0) tg_dep(g, ids[sg->wait], id);
             if (ranks && sg->ep_role)
                 n_ranks = rank_ops(g, pl, chip, p->mb, p->stage, sg,
@@ -348,6 +533,7 @@ static void emit_pass(struct taskgraph *g, const struct pipeline_plan *pl, int d
         ids[k] = id;
         if (em->first < 0) em->first = id;
     }
+    free(w);
     em->out = ids[out_k];
     if (buf >= 0) {
         /* Given back once the pass's last op, compute or comm, is done. */
@@ -375,6 +561,9 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     double bytes = pl->stage[s].send_bytes;
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
                         mp_time_add(system_route_time(pl->sys, links, n, bytes), pl->hop));
+    /* The route's latency and the hand-off delay are propagation: the link
+     * and stream are free once the bytes have left (DESIGN.md §2). */
+    o.latency = mp_time_add(system_route_time(pl->sys, links, n, 0), pl->hop);
     o.bytes = bytes;
     o.comm = COMM_PP;
     o.mb = mb;
@@ -413,13 +602,17 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
 {
     const struct pipe_program *prog = pl->prog;
     int S = prog->stages, M = prog->microbatches;
-    struct op_index ix = { .mbs = M };
+    struct op_index ix = { .mbs = M, .stash = NULL };
     size_t cells = (size_t)M * S;
     ix.pass = mp_xmalloc(cells * N_PASSES * sizeof *ix.pass);
     ix.first = mp_xmalloc(cells * N_PASSES * sizeof *ix.first);
     ix.send = mp_xmalloc(cells * 2 * sizeof *ix.send);
     for (size_t i = 0; i < cells * N_PASSES; i++) ix.pass[i] = ix.first[i] = -1;
     for (size_t i = 0; i < cells * 2; i++) ix.send[i] = -1;
+    if (pl->act_offload) {
+        ix.stash = mp_xmalloc(cells * sizeof *ix.stash);
+        for (size_t i = 0; i < cells; i++) ix.stash[i] = -1;
+    }
     out->last_op = mp_xmalloc((size_t)prog->devices * sizeof *out->last_op);
     out->first_op = mp_xmalloc((size_t)prog->devices * sizeof *out->first_op);
     out->last_any = mp_xmalloc((size_t)prog->devices * sizeof *out->last_any);
@@ -448,19 +641,34 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
+    out->origin = out->origin_device = NULL;
+    out->origin_first = g->n_ops;
+    out->n_origin = 0;
+    int cap_origin = 0;
     for (int d = 0; d < prog->devices; d++) {
         int chip = pl->chip_of_device[d];
         out->first_op[d] = out->last_op[d] = out->last_any[d] = -1;
+        struct unit_carry carry = { .last_marker = -1, .prefetched = -1, .for_k = -1 };
         int prev_first = -1;
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
-            int dep = -1;
-            if (pl->before_pass && p->kind != PIPE_W)
-                dep = pl->before_pass(pl->hook_ctx, g, d, p->stage, p->kind, prev_first);
             bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && *last_w_at(&lw, d, p->stage) == k;
+            /* Offloaded activations come back before the backward, fetched
+             * once the pass before it has started and they have arrived. */
+            int reload = -1;
+            double stash = pl->stage[p->stage].act_bytes;
+            if (pl->act_offload && (p->kind == PIPE_B || p->kind == PIPE_BW) && stash > 0) {
+                reload = offload_copy(g, pl->act_offload, chip, false, stash, prev_first,
+                                      MEM_ACTIVATIONS, stash, 0);
+                int gone = ix.stash[(size_t)p->stage * M + p->mb];
+                if (gone >= 0) tg_dep(g, gone, reload);
+            }
             struct emitted em;
-            emit_pass(g, pl, d, chip, p, last, &dep, 1, ready, done, &em);
+            emit_pass(g, pl, d, chip, p, k, last, &reload, reload >= 0, ready, done, &carry, &em);
             prev_first = em.first;
+            if (p->kind == PIPE_FB && pl->units && pl->units[p->stage2].n > 0)
+                for (int u = 0; u < pl->units[p->stage2].n; u++)
+                    pl->after_unit(pl->hook_ctx, g, d, p->stage2, u, em.last_compute);
             if (out->first_op[d] < 0) out->first_op[d] = em.first;
             out->last_op[d] = em.last_compute;
             out->last_any[d] = em.out;
@@ -470,6 +678,10 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
                 *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
                 add_send(g, pl, &ix, id, p->mb, p->stage, 0);
+                if (pl->act_offload && stash > 0)
+                    ix.stash[(size_t)p->stage * M + p->mb] =
+                        offload_copy(g, pl->act_offload, chip, true, stash, em.last_compute,
+                                     MEM_ACTIVATIONS, 0, stash);
                 break;
             case PIPE_B:
                 *at_pass(&ix, p->mb, p->stage, PASS_B) = id;
@@ -505,6 +717,19 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 else if (p->kind == PIPE_FB && *last_w_at(&lw, d, p->stage2) == k)
                     pl->on_grad(pl->hook_ctx, g, d, p->stage2, -1, em.last_compute);
             }
+            if (pl->record_origin) {
+                int n = g->n_ops - out->origin_first;
+                if (n > cap_origin) {
+                    int cap = cap_origin;
+                    MP_GROW(out->origin, cap_origin, n);
+                    MP_GROW(out->origin_device, cap, n);
+                }
+                for (int i = out->n_origin; i < n; i++) {
+                    out->origin[i] = k;
+                    out->origin_device[i] = d;
+                }
+                out->n_origin = n;
+            }
         }
     }
 
@@ -534,6 +759,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     free(ix.pass);
     free(ix.first);
     free(ix.send);
+    free(ix.stash);
     free(ready);
     free(done);
     free(lw.dev);
@@ -545,5 +771,8 @@ void pipeline_out_release(struct pipeline_out *out)
     free(out->last_op);
     free(out->first_op);
     free(out->last_any);
+    free(out->origin);
+    free(out->origin_device);
     out->last_op = out->first_op = out->last_any = NULL;
+    out->origin = out->origin_device = NULL;
 }

@@ -10,10 +10,20 @@
 
 #include "sim/common.h"
 #include "experts.h"
+#include "offload.h"
 #include "schedule.h"
 #include "hardware/system.h"
 #include "sim/engine/taskgraph.h"
 #include "tensor.h"
+
+/* ZeRO-3 / FSDP units of one stage (data_parallel.h): its layers gathered
+ * one at a time. */
+struct pipe_units {
+    int n;                 /* units, in forward order; 0 = none */
+    const double *share;   /* [n]: each one's share of a pass's compute time (Σ 1) */
+    double gathered_bytes; /* MEM_COMM an F, B or BW pass holds: a unit and the next's prefetch */
+    double grad_bytes;     /* MEM_COMM a W or BW pass holds: one unit's unsharded gradients */
+};
 
 /* What one microbatch costs on one pipeline stage. */
 struct stage_cost {
@@ -43,13 +53,22 @@ struct pipeline_plan {
      *   model layer `layer` of `stage` are complete for the step (layer -1:
      *   all of the stage's); called as the op is appended, so collectives
      *   the hook appends sit in stream order right behind it.
-     * before_pass: called before a F, B or BW pass is appended; returns an
-     *   op the pass must wait for (e.g. ZeRO-3's weight all-gather) or -1.
-     *   `prev` is the first op of the device's previous pass (-1 if none). */
+     * units (ZeRO-3 / FSDP), [stages], NULL = none: a pass over a stage with
+     *   units is cut at their boundaries (a plain op into pieces by share,
+     *   segments by their compute time), each unit opened by a zero-time
+     *   marker on the compute stream. F gathers its units in forward order,
+     *   B and BW in reverse; W and BW reduce-scatter them.
+     *   before_unit appends the all-gather of `unit` of `stage`, issued once
+     *   op `issue` has ended (the marker of the unit before it, as FSDP
+     *   prefetches one unit ahead; -1: none), and returns the op the unit's
+     *   compute waits for. The next pass's first unit is prefetched at the
+     *   last unit of the pass before. after_unit appends what follows the
+     *   unit's last compute op `last` (its gradients' reduce-scatter). */
     void (*on_grad)(void *ctx, struct taskgraph *g, int device, int stage, int layer, int op);
-    int (*before_pass)(void *ctx, struct taskgraph *g, int device, int stage, int kind, int prev);
+    const struct pipe_units *units;
+    int (*before_unit)(void *ctx, struct taskgraph *g, int device, int stage, int unit, int issue);
+    void (*after_unit)(void *ctx, struct taskgraph *g, int device, int stage, int unit, int last);
     void *hook_ctx;
-    double pass_extra_comm;          /* MEM_COMM every F/B/BW pass holds while it runs */
     /* Expert parallelism (experts.h), with `tensor` built for it: segments
      * with an ep_role take the microbatch's routed durations; the
      * all-to-alls are one op each on the lane's comm stream (COMM_EP) at
@@ -57,12 +76,25 @@ struct pipeline_plan {
      * side (DualPipe's overlap) and ends when both have. NULL = none. */
     const struct ep_plan *experts;
     bool ep_show_ranks;              /* also put the other EP ranks' expert GEMMs on their chips */
+    /* Activations to host memory (training.offload = all, offload.h): a
+     * forward's stash leaves when the forward ends and comes back before
+     * its backward, fetched once the device's pass before that starts.
+     * NULL = kept on the chip. */
+    const struct offload *act_offload;
+    /* Record, per op appended, which program entry appended it (for the
+     * steady-state period, sim/strategy/steady.h): pipeline_out.origin. */
+    bool record_origin;
 };
 
 struct pipeline_out {
     int *last_op;   /* [devices]: the device's last compute op (its gradients are done) */
     int *first_op;  /* [devices]: the device's first compute op */
     int *last_any;  /* [devices]: the device's last appended pass op (compute or comm) */
+    /* With plan->record_origin: for op ids origin_first .. origin_first +
+     * n_origin − 1, the device and program position whose entry appended it
+     * (hooks included: a ZeRO-3 gather belongs to the pass it feeds). */
+    int32_t *origin, *origin_device;
+    int origin_first, n_origin;
 };
 
 /* Append the pipeline's ops to `g` (not yet finalized). `out` arrays are

@@ -61,6 +61,23 @@ const char *schedule_names(void)
 int schedule_build(const char *name, const struct pipe_shape *shape,
                    struct pipe_program *prog, struct mp_error *err)
 {
+    int rc = schedule_generate(name, shape, prog, err);
+    if (rc == MP_OK) {
+        /* A generator bug must surface here, not as a hang in the engine. The
+         * check is linear in the number of ops, so it is cheap to always run. */
+        struct mp_error verr;
+        if (pipe_validate(prog, &verr) != MP_OK) {
+            rc = mp_fail(err, MP_ERR_INTERNAL, "schedule %s produced an invalid program: %s",
+                         name, verr.msg);
+            pipe_program_release(prog);
+        }
+    }
+    return rc;
+}
+
+int schedule_generate(const char *name, const struct pipe_shape *shape,
+                      struct pipe_program *prog, struct mp_error *err)
+{
     memset(prog, 0, sizeof *prog);
     const struct schedule_kind *kind = schedule_find(name);
     if (!kind) {
@@ -91,14 +108,6 @@ int schedule_build(const char *name, const struct pipe_shape *shape,
     /* The default layout; V and DualPipe generators re-init with their own. */
     pipe_program_init(prog, shape->devices, shape->devices, shape->microbatches, 1);
     rc = kind->generate(shape, prog, err);
-    if (rc == MP_OK) {
-        /* A generator bug must surface here, not as a hang in the engine. The
-         * check is linear in the number of ops, so it is cheap to always run. */
-        struct mp_error verr;
-        if (pipe_validate(prog, &verr) != MP_OK)
-            rc = mp_fail(err, MP_ERR_INTERNAL, "schedule %s produced an invalid program: %s",
-                         name, verr.msg);
-    }
     if (rc) pipe_program_release(prog);
     return rc;
 }

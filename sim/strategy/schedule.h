@@ -97,6 +97,12 @@ const char *schedule_names(void);
 int schedule_build(const char *name, const struct pipe_shape *shape,
                    struct pipe_program *prog, struct mp_error *err);
 
+/* schedule_build without the final pipe_validate, for programs proven
+ * otherwise: steady.h shows a long program to be a validated short one with
+ * periods put back, op by op, which costs less than validating it. */
+int schedule_generate(const char *name, const struct pipe_shape *shape,
+                      struct pipe_program *prog, struct mp_error *err);
+
 /* Program lifecycle. init sets sizes and one path with device_of[s] = s mod
  * devices (interleaved layout); generators overwrite paths as they need. */
 void pipe_program_init(struct pipe_program *prog, int devices, int stages,

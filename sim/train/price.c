@@ -35,11 +35,15 @@ struct kernel_params price_kernel_params(const struct sim *s)
     };
 }
 
-int price_load(struct sim *s, struct mp_error *err)
+int price_load(struct sim *s, const struct calib *shared, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
-    int rc = calib_load_default(&s->calib, &s->sys.chip, err);
-    if (rc) return rc;
+    if (shared) {
+        s->calib = *shared; /* borrowed (sim_options.inputs): sim_release leaves it */
+    } else {
+        int rc = calib_load_default(&s->calib, &s->sys.chip, err);
+        if (rc) return rc;
+    }
     s->has_calib = true;
     const char *pre = cfg->path[0] ? cfg->path : "", *sep = cfg->path[0] ? ": " : "";
     if (cfg->model.compute_bits == 8 && !(s->sys.chip.peak_fp8 > 0))
@@ -189,5 +193,5 @@ void price_release(struct sim *s)
     free(s->stage_bd);
     free(s->expert_memo);
     kernel_list_release(&s->kl);
-    if (s->has_calib) calib_release(&s->calib);
+    if (s->has_calib && !s->borrowed) calib_release(&s->calib);
 }

@@ -14,9 +14,11 @@
 /* The kernel shapes of the scenario (tokens, TP/SP, precisions, attention). */
 struct kernel_params price_kernel_params(const struct sim *s);
 
-/* Load the chip's calibration rows and check that the scenario can run on
- * it (FP8 needs an FP8 peak). MP_ERR_INPUT naming the key or file. */
-int price_load(struct sim *s, struct mp_error *err);
+/* Load the chip's calibration rows (or borrow `shared`, loaded for the
+ * same chip, when not NULL: sim_options.inputs) and check that the
+ * scenario can run on it (FP8 needs an FP8 peak). MP_ERR_INPUT naming the
+ * key or file. */
+int price_load(struct sim *s, const struct calib *shared, struct mp_error *err);
 
 /* Price every model layer (s->price, s->layer_bd) and every stage from its
  * layers (s->stage_cost times, s->stage_bd). */

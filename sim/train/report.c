@@ -300,8 +300,17 @@ void report_text(FILE *f, const struct sim *s)
     if (co->basis != COST_UNKNOWN) fprintf(f, ", $%.4g", co->budget_usd);
     fputc('\n', f);
     report_split_text(f, s);
+    if (s->offload.kind != OFFLOAD_NONE)
+        fprintf(f, "offload     %s: %.4g GB per node in host memory (of %.4g GB); copies not "
+                   "hidden by compute %.4g s\n", s->cfg.training.offload == OFFLOAD_ALL ? "all" :
+                   s->cfg.training.offload == OFFLOAD_WEIGHTS ? "optimizer+weights" : "optimizer",
+                r->host_mem_bytes / 1e9, r->host_mem_capacity / 1e9, r->exposed_comm_s[COMM_HOST]);
     if (s->has_experts && r->stage) report_experts_text(f, s);
-    fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time\n", r->events, r->sim_wall_s);
+    fprintf(f, "events      %" PRIu64 " in %.3f s of simulator time", r->events, r->sim_wall_s);
+    if (r->steady_skipped_periods > 0)
+        fprintf(f, " (%" PRId64 " periods of steady state skipped, results as simulated in full)",
+                r->steady_skipped_periods);
+    fputc('\n', f);
     if (s->want_breakdown) report_breakdown_text(f, s);
 
     fprintf(f, "\n%-5s %-5s %-12s %-12s %-12s %-12s %-11s %-10s %-10s %-10s %-11s %s\n", "stage",
@@ -367,13 +376,18 @@ void report_json(FILE *f, const struct sim *s)
     else
         cJSON_AddStringToObject(root, "infeasible_reason", r->infeasible_reason);
     cJSON_AddNumberToObject(root, "events", (double)r->events);
+    /* Periods of steady state put back rather than simulated op by op
+     * (sim/engine/skip.c); 0 when every op was simulated. */
+    cJSON_AddNumberToObject(root, "steady_state_skipped_periods", (double)r->steady_skipped_periods);
+    /* training.offload: what a node's host memory holds (0 without). */
+    cJSON_AddNumberToObject(root, "host_mem_bytes", r->host_mem_bytes);
     /* Where the step went (step_split.h): mean over stages, summing to
      * step_time_s; per stage in stages[].step_split. */
     if (r->stage) report_split_json(root, "step_split", &r->split);
     /* Communication not hidden by compute, per kind: the step split's
      * exposed parts (the time the stages' compute waited for it). */
     cJSON *ex = cJSON_AddObjectToObject(root, "exposed_comm_s");
-    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP };
+    static const int kinds[] = { COMM_TP, COMM_PP, COMM_DP, COMM_EP, COMM_CP, COMM_HOST };
     for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++)
         cJSON_AddNumberToObject(ex, tg_comm_name(kinds[k]), r->exposed_comm_s[kinds[k]]);
     cJSON_AddNumberToObject(root, "sim_wall_s", r->sim_wall_s);

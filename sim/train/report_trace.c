@@ -52,9 +52,17 @@ struct trace_ctx {
     const char *sep;
 };
 
+/* An op's slice ends when its stream comes free: for a transfer whose
+ * route has latency, when its last byte leaves (it arrives `latency`
+ * later, while the stream may already carry the next; taskgraph.h). */
+static mp_time slice_end(const struct sim *s, int id)
+{
+    return s->e.end[id] - s->g.ops[id].latency;
+}
+
 static trace_t op_dur(const struct sim *s, int id)
 {
-    return trace_time(s->e.end[id]) - trace_time(s->e.start[id]);
+    return trace_time(slice_end(s, id)) - trace_time(s->e.start[id]);
 }
 
 static void emit_bubble(void *vctx, int device, mp_time a, mp_time b, enum split_part p)
@@ -132,7 +140,7 @@ static void emit_op(struct trace_ctx *c, int i)
 {
     const struct sim *s = c->s;
     const struct op *o = &s->g.ops[i];
-    trace_t t0 = trace_time(s->e.start[i]), t1 = trace_time(s->e.end[i]);
+    trace_t t0 = trace_time(s->e.start[i]), t1 = trace_time(slice_end(s, i));
     if (t1 <= t0) return;
     char ts[48], dur[48], name[64];
     fmt_trace(ts, sizeof ts, t0);
@@ -152,7 +160,13 @@ static void emit_op(struct trace_ctx *c, int i)
     if (o->layer_first >= 0 && o->layer_last >= 0)
         fprintf(c->f, "%s\"layers\":\"%d-%d\"", sep, o->layer_first, o->layer_last), sep = ",";
     if (o->comm != COMM_NONE) fprintf(c->f, "%s\"comm\":\"%s\"", sep, tg_comm_name(o->comm)), sep = ",";
-    if (o->bytes > 0) fprintf(c->f, "%s\"bytes\":%.0f", sep, o->bytes);
+    if (o->bytes > 0) fprintf(c->f, "%s\"bytes\":%.0f", sep, o->bytes), sep = ",";
+    if (o->latency > 0) {
+        /* In flight after the slice: it arrives this much later. */
+        char lat[48];
+        fmt_trace(lat, sizeof lat, trace_time(s->e.end[i]) - t1);
+        fprintf(c->f, "%s\"arrives_after_us\":%s", sep, lat);
+    }
     fputs("}}", c->f);
 }
 
@@ -191,7 +205,12 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     bool *used = mp_xcalloc((size_t)(g->n_chips ? g->n_chips : 1), sizeof *used);
     for (int c = 0; c < g->n_chips; c++) stage_of_chip[c] = -1;
     for (int d = 0; d < s->prog.devices; d++) stage_of_chip[s->chip_of_device[d]] = d;
-    for (int i = 0; i < g->n_ops; i++) used[g->ops[i].chip] = true;
+    /* Streams of a chip with ops: the copy streams (offload) only then. */
+    unsigned *streams = mp_xcalloc((size_t)(g->n_chips ? g->n_chips : 1), sizeof *streams);
+    for (int i = 0; i < g->n_ops; i++) {
+        used[g->ops[i].chip] = true;
+        streams[g->ops[i].chip] |= 1u << g->ops[i].stream;
+    }
     for (int d = 0; d < s->prog.devices; d++) used[s->chip_of_device[d]] = true;
 
     fputs("{\"displayTimeUnit\":\"ms\",", f);
@@ -216,8 +235,9 @@ void report_chrome_trace(FILE *f, const struct sim *s)
         fprintf(f, "%s{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
                    "\"args\":{\"sort_index\":%d}}", c.sep, ch, ch);
         for (int st = 0; st < N_STREAMS; st++)
-            fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-                       "\"args\":{\"name\":\"%s\"}}", c.sep, ch, st, tg_stream_name(st));
+            if (st <= STREAM_COMM || (streams[ch] & (1u << st)))
+                fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+                           "\"args\":{\"name\":\"%s\"}}", c.sep, ch, st, tg_stream_name(st));
         if (stage_of_chip[ch] >= 0 && s->res.stage)
             fprintf(f, "%s{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
                        "\"args\":{\"name\":\"bubble\"}}", c.sep, ch, TID_BUBBLE);
@@ -259,4 +279,5 @@ void report_chrome_trace(FILE *f, const struct sim *s)
     free(level);
     free(stage_of_chip);
     free(used);
+    free(streams);
 }

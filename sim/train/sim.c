@@ -15,6 +15,7 @@
 #include "sim/strategy/collective.h"
 #include "sim/strategy/context.h"
 #include "sim/strategy/data_parallel.h"
+#include "sim/strategy/steady.h"
 #include "sim/strategy/tensor.h"
 #include "estimate.h"
 #include "sim/io/budget.h"
@@ -265,54 +266,131 @@ static void expert_state_memory(struct sim *s)
     }
 }
 
-/* Weights, gradients and optimizer state, the DP gradient sync and the
- * optimizer step (data_parallel.h), hooked into the pipeline build. */
-static void build_graph(struct sim *s, struct pipeline_plan *plan)
+/* ---- offload (training.offload, offload.h) ------------------------------- */
+
+/* What one node's host memory holds: every chip of a node offloads as much
+ * as the busiest simulated chip (chips of a node are TP ranks of one stage
+ * or stages alike: assumed symmetric), its optimizer state and weights
+ * (dp_host_bytes) and, offloading activations, the stashes of its peak
+ * microbatches in flight. */
+static void offload_host_need(struct sim *s, const struct dp_state *dp,
+                              const struct pipe_program *prog)
+{
+    if (s->offload.kind == OFFLOAD_NONE) return;
+    double most = 0;
+    for (int d = 0; d < prog->devices; d++) {
+        double b = dp_host_bytes(dp, d);
+        if (s->offload.kind == OFFLOAD_ALL) {
+            int mb_units, w_units;
+            pipe_peak_inflight(&s->prog, d, 0, &mb_units, &w_units);
+            double act = 0;
+            for (int st = 0; st < prog->stages; st++)
+                if (prog->device_of[st] == d && s->stage_cost[st].act_bytes > act)
+                    act = s->stage_cost[st].act_bytes;
+            b += mb_units * act;
+        }
+        if (b > most) most = b;
+    }
+    s->res.host_mem_bytes = most * s->sys.chips_per_node;
+    s->res.host_mem_capacity = s->offload.host.mem_bytes;
+}
+
+/* The offload asked for must have a host to go to, and ZeRO under it as
+ * DeepSpeed does (offload.h). */
+static int offload_check(struct sim *s, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
-    double *layer_params = NULL;
+    int k = cfg->training.offload;
+    s->offload = (struct offload){ .kind = (enum offload_kind)k, .host = s->sys.host,
+                                   .link_base = s->sys.n_links };
+    if (k == OFFLOAD_NONE) return MP_OK;
+    char v[64];
+    config_format_value(cfg, config_find_key("training.offload"), v, sizeof v);
+    const char *at = cfg->path[0] ? cfg->path : "scenario";
+    if (!s->has_model)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected none for a "
+                       "synthetic model (it has no optimizer state or weights to offload)", at, v);
+    if (!s->sys.host.present)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: system %s has no "
+                       "[host] section (host memory per node and the host link); expected none, "
+                       "or a system with [host]", at, v, s->sys.name);
+    if (k == OFFLOAD_OPTIMIZER && cfg->training.zero < 1)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected training.zero "
+                       ">= 1 (ZeRO-Offload keeps each chip's partition of the optimizer state on "
+                       "the host), got zero = 0", at, v);
+    if (k >= OFFLOAD_WEIGHTS && cfg->training.zero < 3)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key training.offload = %s: expected training.zero "
+                       "= 3 (ZeRO-Infinity fetches offloaded weights layer by layer with stage "
+                       "3), got zero = %d", at, v, cfg->training.zero);
+    return MP_OK;
+}
+
+/* Host memory over its capacity makes the run infeasible, as a chip's does. */
+static int check_host_memory(struct sim *s, struct mp_error *err)
+{
+    struct sim_result *r = &s->res;
+    if (s->offload.kind == OFFLOAD_NONE || r->host_mem_bytes <= r->host_mem_capacity) return MP_OK;
+    snprintf(r->infeasible_reason, sizeof r->infeasible_reason,
+             "does not fit in host memory: training.offload keeps %.2f GB per node (%d chips × "
+             "%.2f GB) but [host] memory is %.2f GB", r->host_mem_bytes / 1e9,
+             s->sys.chips_per_node, r->host_mem_bytes / s->sys.chips_per_node / 1e9,
+             r->host_mem_capacity / 1e9);
+    r->feasible = false;
+    return mp_fail(err, MP_ERR_INFEASIBLE, "%s", r->infeasible_reason);
+}
+
+/* Weights, gradients and optimizer state, the DP gradient sync and the
+ * optimizer step (data_parallel.h), hooked into the pipeline build. */
+static void build_graph(struct sim *s, struct pipeline_plan *plan, struct pipeline_out *po)
+{
+    const struct config *cfg = &s->cfg;
+    double *layer_params = NULL, *layer_flops = NULL;
     if (s->has_model) {
         struct cost_params cp = sim_cost_params(s);
         if (s->has_experts) cp.ep = cfg->parallel.ep;
         layer_params = mp_xmalloc((size_t)s->model.n_layers * sizeof *layer_params);
+        layer_flops = mp_xmalloc((size_t)s->model.n_layers * sizeof *layer_flops);
         for (int l = 0; l < s->model.n_layers; l++) {
             struct layer_cost lc;
             model_layer_cost(&s->model, l, &cp, &lc);
             layer_params[l] = lc.params;
+            layer_flops[l] = lc.flops_f;
         }
     }
     struct dp_input in = {
-        .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
+        .prog = plan->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .tp = cfg->parallel.tp, .dp = cfg->parallel.dp * cfg->parallel.cp,
         .cp = cfg->parallel.cp, .zero = cfg->training.zero,
         .overlap = cfg->training.dp_overlap, .bucket_bytes = cfg->training.dp_bucket,
         .fidelity = (enum fidelity)cfg->run.fidelity, .algo = (enum coll_algo)cfg->run.collective,
         .weight_bits = cfg->model.weight_bits, .layer_params = layer_params,
+        .layer_flops = layer_flops,
         .grad_bits = cfg->training.grad_reduce == PRECISION_BF16 ? 16 : 32,
         .optimizer_bits = cfg->training.optimizer_state == PRECISION_BF16 ? 16 : 32,
         .overlap_param_gather = cfg->training.overlap_param_gather,
         .synthetic_weights = s->has_model ? 0 : cfg->synthetic.weights,
-        .memory_time = s->has_model ? price_memory : NULL, .ctx = s,
+        .memory_time = s->has_model ? price_memory : NULL, .ctx = s, .offload = &s->offload,
     };
     struct dp_state dp;
     dp_init(&dp, &s->g, &in);
+    offload_host_need(s, &dp, plan->prog);
+    plan->act_offload = s->offload.kind == OFFLOAD_ALL ? &s->offload : NULL;
     plan->tensor = s->has_tensor ? &s->tensor : NULL;
     plan->on_grad = dp_on_grad;
-    plan->before_pass = cfg->training.zero >= 3 || dp_gathers_params_early(&dp) ? dp_before_pass
-                                                                               : NULL;
+    plan->units = dp_units(&dp);
+    plan->before_unit = dp_before_unit;
+    plan->after_unit = dp_after_unit;
     plan->hook_ctx = &dp;
-    plan->pass_extra_comm = dp_pass_buffer(&dp, 0);
     if (s->has_experts) {
         plan->experts = &s->experts;
         plan->ep_show_ranks = cfg->experts.show_ranks;
         expert_state_memory(s);
     }
-    struct pipeline_out po;
-    pipeline_build(&s->g, plan, &po);
-    dp_finish(&dp, &s->g, &po);
-    pipeline_out_release(&po);
+    pipeline_build(&s->g, plan, po);
+    dp_finish(&dp, &s->g, po);
     dp_release(&dp);
     free(layer_params);
+    free(layer_flops);
 }
 
 /* Duration of DualPipe's overlapped F&B op on one stage: the synthetic key,
@@ -356,14 +434,18 @@ static void real_stage_form(struct sim *s)
         if (own / m > most) most = own / m;
         rest_mean += (double)(r->step_time - x[SPLIT_BUBBLE]) / P;
     }
-    /* h: the mean stage-to-stage transfer. */
-    int sends = 0;
+    /* h: the mean stage-to-stage transfer, over the step as simulated in
+     * full (an op of a skipped run stands for engine_op_count of them).
+     * Summed in integers: the double sum of the full run is exact too. */
+    int64_t sends = 0;
+    mp_time hsum = 0;
     for (int i = 0; i < s->g.n_ops; i++)
         if (s->g.ops[i].tag == TAG_SEND && s->g.ops[i].comm == COMM_PP) {
-            h += (double)(s->e.end[i] - s->e.start[i]);
-            sends++;
+            int64_t n = engine_op_count(&s->e, i);
+            hsum += n * (s->e.end[i] - s->e.start[i]);
+            sends += n;
         }
-    if (sends) h /= sends;
+    if (sends) h = (double)hsum / (double)sends;
     const mp_time *x0 = r->stage[0].split.part;
     double tail = (double)(x0[SPLIT_DP] + x0[SPLIT_OPTIMIZER] + x0[SPLIT_OTHER]);
     double step = sum + (m - 1) * most + 2 * (P - 1) * h + tail;
@@ -502,28 +584,31 @@ static void textbook_formula(struct sim *s)
 static void fold_metrics(struct sim *s)
 {
     struct sim_result *r = &s->res;
-    const struct taskgraph *g = &s->g;
     const struct engine *e = &s->e;
     int P = s->prog.devices;
     r->step_time = engine_makespan(e);
     r->events = e->events;
     r->stages = P;
     r->stage = mp_xcalloc((size_t)P, sizeof *r->stage);
-    int *device_of_chip = mp_xmalloc((size_t)g->n_chips * sizeof *device_of_chip);
-    for (int c = 0; c < g->n_chips; c++) device_of_chip[c] = -1;
+    /* An expanded run (expand_full) has the count from before. */
+    if (r->steady_skipped_periods == 0) r->steady_skipped_periods = engine_skipped_periods(e);
     for (int d = 0; d < P; d++) {
-        device_of_chip[s->chip_of_device[d]] = d;
         r->stage[d] = (struct stage_report){ .index = d, .chip = s->chip_of_device[d],
                                              .first_start = -1, .last_end = 0 };
-    }
-    for (int i = 0; i < g->n_ops; i++) {
-        const struct op *o = &g->ops[i];
-        int d = device_of_chip[o->chip];
-        if (d < 0) continue;
+        /* The lane's two streams, in the step as simulated in full: ops run
+         * in stream order, so the first op starts first. */
         struct stage_report *st = &r->stage[d];
-        if (o->stream == STREAM_COMPUTE) st->busy += e->end[i] - e->start[i];
-        if (st->first_start < 0 || e->start[i] < st->first_start) st->first_start = e->start[i];
-        if (e->end[i] > st->last_end) st->last_end = e->end[i];
+        for (int k = 0; k < N_STREAMS; k++) {
+            int sid = st->chip * N_STREAMS + k;
+            if (engine_stream_len(e, sid) == 0) continue;
+            mp_time sh;
+            int first = engine_stream_op(e, sid, 0, &sh);
+            if (st->first_start < 0 || e->start[first] + sh < st->first_start)
+                st->first_start = e->start[first] + sh;
+            mp_time last = engine_stream_last_end(e, sid);
+            if (last > st->last_end) st->last_end = last;
+            if (k == STREAM_COMPUTE) st->busy = engine_stream_busy(e, sid);
+        }
     }
     r->max_span = 0;
     for (int d = 0; d < P; d++) {
@@ -537,7 +622,6 @@ static void fold_metrics(struct sim *s)
         mp_time span = st->last_end - st->first_start;
         if (span > r->max_span) r->max_span = span;
     }
-    free(device_of_chip);
     /* Where each picosecond went (step_split.h); exposed communication and
      * the pipeline bubble are its parts. */
     step_split_fold(s);
@@ -749,6 +833,25 @@ static int check_work(const struct sim *s, const struct sim_options *opts, doubl
     return work_check(&w, what, "lower training.global_batch", opts->force, err);
 }
 
+/* Whether sim_run may simulate a shorter program (steady-state skipping,
+ * issue 22): asked for, no MoE layer (routing draws differ per microbatch),
+ * and no timeline or trace (those expand the whole step). */
+static bool may_skip(const struct sim *s, const struct sim_options *opts)
+{
+    if (!s->cfg.run.steady_skip || opts->record_memory || opts->record_released) return false;
+    for (int l = 0; s->has_model && l < s->model.n_layers; l++)
+        if (s->model.layer[l].moe) return false;
+    return true;
+}
+
+/* Compute ops of a schedule program, over its devices. */
+static double program_ops(const struct pipe_program *p)
+{
+    double n = 0;
+    for (int d = 0; d < p->devices; d++) n += p->n_ops[d];
+    return n;
+}
+
 static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
 {
     if (rc == MP_ERR_INFEASIBLE) {
@@ -808,11 +911,23 @@ static int plan_context(struct sim *s, struct mp_error *err)
     return MP_OK;
 }
 
-static int load_inputs(struct sim *s, struct mp_error *err)
+static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
     char path[1024];
     int rc;
+    if (in) {
+        /* Borrowed (shallow copies, never freed here: sim_release). */
+        s->borrowed = true;
+        if (in->model) s->model = *in->model;
+        s->has_model = in->model != NULL;
+        s->catalog = *in->catalog;
+        s->sys = *in->sys;
+        s->has_system = true;
+        if (s->has_model && !in->calib)
+            return mp_fail(err, MP_ERR_INTERNAL, "sim_inputs without a kernel calibration");
+        return s->has_model ? price_load(s, in->calib, err) : MP_OK;
+    }
     if (cfg->model.kind == MODEL_TRANSFORMER) {
         if ((rc = model_load_config(&s->model, cfg, err))) return rc;
         s->has_model = true;
@@ -825,23 +940,148 @@ static int load_inputs(struct sim *s, struct mp_error *err)
     /* The links are laid out in sim_run, once the work budget allows them. */
     if ((rc = system_plan(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
-    if (s->has_model && (rc = price_load(s, err))) return rc;
+    if (s->has_model && (rc = price_load(s, NULL, err))) return rc;
     return MP_OK;
 }
 
-int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
-            struct mp_error *err)
+/* ---- steady-state skipping (issue 22) ------------------------------------ */
+
+/* Whole periods of steady state the shorter program keeps on every device:
+ * room for the engine's state to settle and for two snapshots to agree. A
+ * run whose state has not repeated by then is simulated in full. */
+#define STEADY_MIN_PERIODS 6
+
+/* Each stream's window and period length in ops, from the program windows
+ * of `sp` and the program entry that appended each op (pipeline_out.origin):
+ * stream position ins(p) = ops appended on the stream by entries before p.
+ * False when a stream's ops do not line up (then nothing is declared). */
+static bool declare_period(struct sim *s, const struct steady_plan *sp,
+                           const struct pipeline_out *po)
 {
-    struct sim_options none = { 0 };
-    if (!opts) opts = &none;
+    struct taskgraph *g = &s->g;
+    int ns = g->n_chips * N_STREAMS;
+    int32_t *lo = mp_xcalloc((size_t)ns, sizeof *lo), *hi = mp_xcalloc((size_t)ns, sizeof *hi);
+    int32_t *len = mp_xcalloc((size_t)ns, sizeof *len);
+    bool ok = true;
+    for (int st = 0; st < ns && ok; st++) {
+        int off = g->stream_off[st], n = g->stream_off[st + 1] - off, dev = -1;
+        for (int i = 0; i < n && dev < 0; i++) {
+            int id = g->stream_ops[off + i] - po->origin_first;
+            if (id >= 0 && id < po->n_origin) dev = po->origin_device[id];
+        }
+        if (dev < 0) continue; /* no pipeline op: none may have started at the jump */
+        int64_t at[4] = { sp->lo[dev], sp->lo[dev] + sp->c[dev], sp->hi[dev] - sp->c[dev], sp->hi[dev] };
+        int32_t ins[4] = { 0, 0, 0, 0 };
+        for (int i = 0; i < n && ok; i++) {
+            int id = g->stream_ops[off + i] - po->origin_first;
+            bool mine = id >= 0 && id < po->n_origin;
+            if (mine && po->origin_device[id] != dev) ok = false;
+            /* Ops appended before the pipeline's (dp_init's early weight
+             * gathers) come first on their stream, those after it last. */
+            int64_t org = mine ? po->origin[id] : id < 0 ? INT64_MIN : INT64_MAX;
+            for (int k = 0; k < 4; k++) ins[k] += org < at[k];
+        }
+        lo[st] = ins[0];
+        hi[st] = ins[3];
+        len[st] = ins[1] - ins[0];
+        ok = ok && ins[3] - ins[2] == len[st];
+    }
+    if (ok) {
+        tg_set_period(g, lo, hi, len, s->chip_of_device[0] * N_STREAMS + STREAM_COMPUTE,
+                      sp->elided);
+    }
+    free(lo);
+    free(hi);
+    free(len);
+    return ok;
+}
+
+static int validate_program(struct sim *s, struct mp_error *err)
+{
+    struct mp_error verr;
+    if (pipe_validate(&s->prog, &verr) == MP_OK) return MP_OK;
+    return mp_fail(err, MP_ERR_INTERNAL, "schedule %s produced an invalid program: %s",
+                   s->cfg.training.schedule, verr.msg);
+}
+
+/* Build the graph of `prog` (the full program, or the shorter one of `sp`
+ * with its period declared) and run it. */
+static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct steady_plan *sp,
+                     const struct sim_options *opts, struct mp_error *err)
+{
+    tg_init(&s->g, s->sys.n_chips,
+            s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
+    s->has_graph = true;
+    s->g.max_ops = op_cap(s, opts);
+    plan->prog = sp ? &sp->reduced : &s->prog;
+    plan->record_origin = sp != NULL;
+    struct pipeline_out po;
+    build_graph(s, plan, &po);
+    if (s->g.over) {
+        pipeline_out_release(&po);
+        int rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err);
+        if (rc) return rc;
+    }
+    tg_finalize(&s->g);
+    bool declared = sp && declare_period(s, sp, &po);
+    pipeline_out_release(&po);
+    engine_init(&s->e, &s->g);
+    s->e.record_memory = opts->record_memory;
+    s->e.record_released = opts->record_released;
+    /* Not declared: the shorter graph is not the step; run nothing. */
+    if (sp && !declared) return MP_OK;
+    int rc = check_horizon(s, err);
+    return rc ? rc : engine_run(&s->e, err);
+}
+
+/* The run of the shorter graph, expanded onto the full one (engine_expand),
+ * which then replaces it: reports read every op of the step. */
+static int expand_full(struct sim *s, struct pipeline_plan *plan,
+                       const struct sim_options *opts, struct mp_error *err)
+{
+    struct taskgraph short_g = s->g;
+    struct engine short_e = s->e;
+    s->res.steady_skipped_periods = engine_skipped_periods(&short_e);
+    tg_init(&s->g, s->sys.n_chips,
+            s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
+    s->g.max_ops = op_cap(s, opts);
+    plan->prog = &s->prog;
+    plan->record_origin = false;
+    struct pipeline_out po;
+    build_graph(s, plan, &po);
+    pipeline_out_release(&po);
+    if (s->g.over) {
+        int rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err);
+        if (rc) {
+            engine_release(&short_e);
+            tg_release(&short_g);
+            return rc;
+        }
+    }
+    tg_finalize(&s->g);
+    engine_init(&s->e, &s->g);
+    s->e.record_released = short_e.record_released;
+    short_e.g = &short_g;
+    int rc = engine_expand(&short_e, &s->e, err);
+    engine_release(&short_e);
+    tg_release(&short_g);
+    return rc;
+}
+
+/* sim_run up to the task graph (sim_price_layout): the program for
+ * `microbatches` (0: the scenario's), priced, with its TP/SP passes. */
+static int prepare(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                   int microbatches, struct pipe_shape *shape, struct pipeline_plan *plan,
+                   struct mp_error *err)
+{
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
     s->res.feasible = true;
     s->want_breakdown = opts->breakdown;
-    double t0 = mp_wall_seconds();
     int rc = config_check(&s->cfg, err);
     if (rc) return rc;
-    if ((rc = load_inputs(s, err))) return rc;
+    if ((rc = load_inputs(s, opts->inputs, err))) return rc;
+    if ((rc = offload_check(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp, cpd = cfg->parallel.cp;
     if (s->has_model) {
@@ -849,29 +1089,38 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         config_where(cfg, "parallel.tp", where, sizeof where);
         if ((rc = tensor_check_degree(&s->model, tp, where, err))) return rc;
     }
-    /* The work, estimated before the schedule and the graph are built. */
-    if ((rc = check_work(s, opts, sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
-                         s->sys.n_chips, err)))
+    /* The work, estimated before the schedule and the graph are built (the
+     * chips alone when steady-state skipping may shorten the step: sim_run
+     * weighs the events once it knows). */
+    if (may_skip(s, opts)) {
+        struct work_estimate w = { .chips = s->sys.n_chips };
+        if ((rc = work_check(&w, s->cfg.path[0] ? s->cfg.path : "scenario", "lower hardware.nodes",
+                             opts->force, err)))
+            return rc;
+    } else if ((rc = check_work(s, opts,
+                                sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
+                                s->sys.n_chips, err))) {
         return rc;
-    system_build(&s->sys);
+    }
+    if (!s->borrowed) system_build(&s->sys); /* borrowed systems come built (sim_inputs) */
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
                        pp, cfg->parallel.vpp, s->model.decoders);
     if ((rc = check_stage_layers(s, err))) return rc;
     const struct config_int_list *sl = &cfg->parallel.stage_layers;
-    struct pipe_shape shape = {
-        .devices = pp, .microbatches = config_microbatches(cfg), .chunks = cfg->parallel.vpp,
-        .layers = s->has_model ? s->model.decoders : 0,
+    *shape = (struct pipe_shape){
+        .devices = pp, .microbatches = microbatches ? microbatches : config_microbatches(cfg),
+        .chunks = cfg->parallel.vpp, .layers = s->has_model ? s->model.decoders : 0,
         .mem_limit = cfg->training.memory_limit.bytes ? 0 : cfg->training.memory_limit.value,
         .device_layers = sl->n ? sl->v : NULL,
     };
     if (!s->has_model)
-        zb_shape_times(&shape, (double)cfg->synthetic.forward,
+        zb_shape_times(shape, (double)cfg->synthetic.forward,
                        (double)cfg->synthetic.backward_input,
                        (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
+    if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err))) {
         if (rc == MP_ERR_INPUT && !schedule_find(cfg->training.schedule)) {
             char where[CONFIG_STR + 128];
             config_where(cfg, "training.schedule", where, sizeof where);
@@ -881,7 +1130,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     }
 
     s->res.n_chips = tp * cpd * pp * dp;
-    s->res.microbatches = shape.microbatches;
+    s->res.microbatches = shape->microbatches;
     /* Megatron-Core's order tp-cp-ep-dp-pp: TP ranks fastest, then CP, then
      * DP replicas, then stages (context.h). */
     s->chip_of_device = mp_xmalloc((size_t)pp * sizeof *s->chip_of_device);
@@ -894,16 +1143,16 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     s->stage_cost = mp_xcalloc((size_t)s->prog.stages, sizeof *s->stage_cost);
     if (s->has_model) price_transformer(s); else price_synthetic(s);
     if (zb_needs_prices(s)) {
-        zb_priced_shape(s, &shape);
+        zb_priced_shape(s, shape);
         pipe_program_release(&s->prog);
-        if ((rc = schedule_build(cfg->training.schedule, &shape, &s->prog, err))) {
+        if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err))) {
             /* The user wrote bytes; say what they came to in M_B. */
             const struct config_mem_amount *lim = &cfg->training.memory_limit;
-            if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape.mem_limit > 0) {
+            if (rc == MP_ERR_INFEASIBLE && lim->bytes && shape->mem_limit > 0) {
                 char why[sizeof err->msg];
                 snprintf(why, sizeof why, "%s", err->msg);
                 mp_fail(err, rc, "training.memory_limit = %.4g GB is %.3g M_B of the largest "
-                        "stage's activations: %s", lim->value / 1e9, shape.mem_limit, why);
+                        "stage's activations: %s", lim->value / 1e9, shape->mem_limit, why);
             }
             return schedule_failed(s, rc, err);
         }
@@ -913,36 +1162,81 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
         snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
         return rc;
     }
-    tg_init(&s->g, s->sys.n_chips, s->sys.n_links);
-    s->has_graph = true;
-    s->g.max_ops = op_cap(s, opts);
-    struct pipeline_plan plan = {
+    *plan = (struct pipeline_plan){
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
     };
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);
-    build_graph(s, &plan);
-    if (s->g.over &&
-        (rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err)))
-        return rc;
-    tg_finalize(&s->g);
-    if ((rc = check_horizon(s, err))) return rc;
+    return MP_OK;
+}
 
-    engine_init(&s->e, &s->g);
-    s->e.record_memory = opts->record_memory;
-    s->e.record_released = opts->record_released;
-    rc = engine_run(&s->e, err);
+int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                     int microbatches, struct mp_error *err)
+{
+    struct sim_options none = { 0 };
+    struct pipe_shape shape;
+    struct pipeline_plan plan;
+    return prepare(s, cfg, opts ? opts : &none, microbatches, &shape, &plan, err);
+}
+
+int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+            struct mp_error *err)
+{
+    struct sim_options none = { 0 };
+    if (!opts) opts = &none;
+    double t0 = mp_wall_seconds();
+    struct pipe_shape shape;
+    struct pipeline_plan plan;
+    int rc = prepare(s, cfg, opts, 0, &shape, &plan, err);
+    if (rc) return rc;
+    /* Steady-state skipping (issue 22): with every microbatch costing the
+     * same (no MoE routing draws), simulate a shorter program and let the
+     * engine put the left-out periods back once its state repeats; when it
+     * does not, simulate the whole step. */
+    struct steady_plan sp;
+    bool skip = cfg->run.steady_skip && !s->has_experts &&
+                steady_plan_find(cfg->training.schedule, &shape, &s->prog, STEADY_MIN_PERIODS, &sp);
+    /* A generator bug must surface here, not as a hang in the engine. With
+     * a plan, the program that runs is the shorter one, validated by
+     * steady_plan_find, and the full one is it with periods put back. */
+    if (may_skip(s, opts)) {
+        /* The work of what will run: the shorter program when there is one
+         * (a step of 10^6 microbatches may be a few periods). */
+        double events = sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys);
+        if (skip) events *= program_ops(&sp.reduced) / program_ops(&s->prog);
+        if ((rc = check_work(s, opts, events, s->sys.n_chips, err))) {
+            if (skip) steady_plan_release(&sp);
+            return rc;
+        }
+    }
+    if (!skip && (rc = validate_program(s, err))) return rc;
+    rc = run_graph(s, &plan, skip ? &sp : NULL, opts, err);
+    if (rc == MP_OK && skip && engine_skipped_periods(&s->e) == 0) {
+        engine_release(&s->e);
+        tg_release(&s->g);
+        s->has_graph = false;
+        rc = validate_program(s, err);
+        if (!rc) rc = run_graph(s, &plan, NULL, opts, err);
+    } else if (rc == MP_OK && skip && (opts->record_memory || opts->record_released)) {
+        /* Timelines and traces list every op: expand the run onto the full
+         * graph, from the periods. */
+        rc = expand_full(s, &plan, opts, err);
+    }
+    if (skip) steady_plan_release(&sp);
     if (rc) {
-        s->res.feasible = false;
-        snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+        if (rc == MP_ERR_INFEASIBLE) {
+            s->res.feasible = false;
+            snprintf(s->res.infeasible_reason, sizeof s->res.infeasible_reason, "%s", err->msg);
+        }
         return rc;
     }
     fold_metrics(s);
     cost_compute(&s->res.cost, &s->sys.chip, s->res.n_chips, mp_seconds(s->res.step_time),
                  (double)cfg->training.global_batch * cfg->model.seq_len, opts->token_budget);
     s->res.sim_wall_s = mp_wall_seconds() - t0;
-    return check_memory(s, err);
+    if ((rc = check_memory(s, err))) return rc;
+    return check_host_memory(s, err);
 }
 
 void sim_release(struct sim *s)
@@ -952,9 +1246,11 @@ void sim_release(struct sim *s)
         tg_release(&s->g);
     }
     if (s->has_prog) pipe_program_release(&s->prog);
-    if (s->has_system) system_release(&s->sys);
-    if (s->has_model) model_release(&s->model);
-    chip_catalog_release(&s->catalog);
+    if (!s->borrowed) {
+        if (s->has_system) system_release(&s->sys);
+        if (s->has_model) model_release(&s->model);
+        chip_catalog_release(&s->catalog);
+    }
     if (s->has_tensor) tensor_plan_release(&s->tensor);
     if (s->has_experts) experts_plan_release(&s->experts);
     price_release(s);

@@ -20,6 +20,7 @@
 #include "models/kernels.h"
 #include "sim/engine/engine.h"
 #include "sim/strategy/experts.h"
+#include "sim/strategy/offload.h"
 #include "models/model.h"
 #include "sim/strategy/pipeline.h"
 #include "sim/strategy/schedule.h"
@@ -73,8 +74,14 @@ struct sim_result {
     struct step_split split;
     double model_flops, hardware_flops;
     double tokens_per_s;
-    uint64_t events;
+    uint64_t events;        /* events the engine handled (fewer than ops when periods were skipped) */
     double sim_wall_s;
+    /* Periods of steady state the engine did not simulate op by op but put
+     * back once its state repeated (engine.h); 0 when the step ran in full. */
+    int64_t steady_skipped_periods;
+    /* training.offload: bytes a node's host memory holds for its chips
+     * (offload.h), and the node's host memory; 0 without offload. */
+    double host_mem_bytes, host_mem_capacity;
     int n_chips, microbatches, stages;
     struct stage_report *stage;   /* [stages] */
     /* The closed form of the schedule (cases.md §3), shown beside the
@@ -123,6 +130,7 @@ struct sim {
     int *chip_of_device;            /* [pp] */
     struct tensor_plan tensor;      /* TP/SP/TSP passes (tensor.h) */
     bool has_tensor;
+    struct offload offload;         /* training.offload (offload.h) */
     struct ep_plan experts;         /* MoE routing and EP all-to-alls (experts.h) */
     bool has_experts;
     struct cp_plan context;         /* context parallelism (context.h) */
@@ -131,7 +139,20 @@ struct sim {
     struct taskgraph g;
     struct engine e;
     bool has_graph;
+    bool borrowed;                  /* model, catalogue, system, calib from sim_options.inputs */
     struct sim_result res;
+};
+
+/* Inputs many runs of one model on one machine share (search, sweeps): the
+ * model, chip catalogue, system and the chip's kernel calibration
+ * (calib_load_default for sys->chip; required with a model), loaded once. Borrowed
+ * by sim_run, never freed by sim_release; the system must have been loaded
+ * for this many chips (system_load's chips_needed). */
+struct sim_inputs {
+    const struct model *model;      /* NULL: a synthetic model */
+    const struct chip_catalog *catalog;
+    const struct system *sys;
+    const struct calib *calib;
 };
 
 struct sim_options {
@@ -144,6 +165,7 @@ struct sim_options {
      * `force`; `budget_events` > 0 sets a smaller one (the value fuzzer). */
     bool force;
     double budget_events;
+    const struct sim_inputs *inputs; /* NULL: load them from the scenario */
     bool breakdown;     /* keep and report where each stage pass's time goes */
 };
 
@@ -156,6 +178,14 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
 
 /* Free everything sim_run built, whatever it returned. */
 void sim_release(struct sim *s);
+
+/* Everything sim_run does before it builds the task graph — the program,
+ * every stage priced, its TP/SP passes — with the program generated for
+ * `microbatches` instead of the scenario's (only its layout of stages on
+ * devices matters to a caller that prices, such as the search bound:
+ * sim/train/bound.h). Errors as sim_run; sim_release afterwards. */
+int sim_price_layout(struct sim *s, const struct config *cfg, const struct sim_options *opts,
+                     int microbatches, struct mp_error *err);
 
 /* The layers pipeline stage `s` of `stages` holds, as indices into
  * model->layer (0 the embedding, 1..decoders, decoders + 1 the LM head).

@@ -5,7 +5,16 @@
  * it on its stream). An idle interval of a stage's compute stream is then
  * charged by following `bind` back from the op that ended it, which costs
  * no more than the ops that ran inside the interval: O(ops + edges) for
- * the whole step. */
+ * the whole step.
+ *
+ * A run with steady-state periods left out (sim/engine/skip.c) is read as
+ * the step simulated in full: ops are engine_fop's (a graph op, some
+ * periods ahead), times shifted by engine_fop_shift, and the constraint
+ * that released an op in the left-out periods or after them found among
+ * its full-step predecessors (engine_fop_pred, engine_fop_prev), in the
+ * graph's edge order as above. The graph repeats with the state, so this
+ * is the walk over the full step's graph (tests/check_steady.c compares
+ * the two on every shipped scenario and random layouts). */
 #include "step_split.h"
 
 #include <stdlib.h>
@@ -16,15 +25,15 @@
 static const char *const split_names[N_SPLIT] = {
     [SPLIT_COMPUTE] = "compute", [SPLIT_RECOMPUTE] = "recompute",
     [SPLIT_TP] = "exposed_tp", [SPLIT_CP] = "exposed_cp", [SPLIT_PP] = "exposed_pp",
-    [SPLIT_DP] = "exposed_dp", [SPLIT_EP] = "exposed_ep", [SPLIT_BUBBLE] = "bubble",
-    [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
+    [SPLIT_DP] = "exposed_dp", [SPLIT_EP] = "exposed_ep", [SPLIT_HOST] = "exposed_host",
+    [SPLIT_BUBBLE] = "bubble", [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
 };
 
 static const char *const split_labels[N_SPLIT] = {
     [SPLIT_COMPUTE] = "compute", [SPLIT_RECOMPUTE] = "recompute",
     [SPLIT_TP] = "exposed TP", [SPLIT_CP] = "exposed CP", [SPLIT_PP] = "exposed PP",
-    [SPLIT_DP] = "exposed DP", [SPLIT_EP] = "exposed EP", [SPLIT_BUBBLE] = "bubble",
-    [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
+    [SPLIT_DP] = "exposed DP", [SPLIT_EP] = "exposed EP", [SPLIT_HOST] = "exposed host",
+    [SPLIT_BUBBLE] = "bubble", [SPLIT_OPTIMIZER] = "optimizer", [SPLIT_OTHER] = "other",
 };
 
 const char *step_split_name(enum split_part p)
@@ -45,6 +54,7 @@ enum split_part step_split_of_comm(enum comm_kind k)
     case COMM_PP: return SPLIT_PP;
     case COMM_DP: return SPLIT_DP;
     case COMM_EP: return SPLIT_EP;
+    case COMM_HOST: return SPLIT_HOST;
     default: return SPLIT_OTHER;
     }
 }
@@ -89,27 +99,50 @@ void step_split_mean(const struct step_split *stage, int n, mp_time step, struct
 
 /* ---- the walk ------------------------------------------------------------ */
 
+typedef struct engine_fop fop;
+
 struct walk {
     const struct sim *s;
     const struct taskgraph *g;
+    const struct engine *e;
     const mp_time *start, *end;
     int32_t *bind;      /* [n_ops]: the constraint that released the op last, -1 none */
+    bool view;          /* periods were left out: read the full step (above) */
+    int32_t *pred_off, *pred; /* with `view`: CSR in-edges in edge order */
     int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
+    /* While walking the j-th repetition of the left-out periods
+     * (walk_device, probe_note): whether an op the walk looked at lies past
+     * what the repetitions after it can translate (`probe_fail`), and how
+     * many repetitions short of them it reached back (`probe_short`). */
+    bool probing, probe_fail;
+    int64_t probe_j, probe_short;
     step_split_fn fn;
     void *ctx;
 };
+
+static mp_time f_start(const struct walk *w, fop f)
+{
+    return w->start[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+}
+
+static mp_time f_end(const struct walk *w, fop f)
+{
+    return w->end[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+}
 
 static void walk_init(struct walk *w, const struct sim *s)
 {
     const struct taskgraph *g = &s->g;
     w->s = s;
     w->g = g;
+    w->e = &s->e;
     w->start = s->e.start;
     w->end = s->e.end;
     /* A stage's chips: its TP × CP × DP ranks (context parallelism's ranks
      * sit between TP's and DP's in the chip order, context.h). */
     w->block = s->cfg.parallel.tp * s->cfg.parallel.cp * s->cfg.parallel.dp;
     w->fn = NULL;
+    w->probing = w->probe_fail = false;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
     for (int i = 0; i < g->n_ops; i++) w->bind[i] = -1;
@@ -124,12 +157,89 @@ static void walk_init(struct walk *w, const struct sim *s)
             int u = g->stream_ops[i - 1], v = g->stream_ops[i];
             if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
         }
+    w->view = engine_skipped_periods(&s->e) > 0;
+    w->pred_off = w->pred = NULL;
+    if (w->view) {
+        w->pred_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *w->pred_off);
+        w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
+        for (int k = 0; k < g->n_edges; k++) w->pred_off[g->edge_to[k] + 1]++;
+        for (int i = 0; i < g->n_ops; i++) w->pred_off[i + 1] += w->pred_off[i];
+        int32_t *fill = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *fill);
+        memcpy(fill, w->pred_off, (size_t)g->n_ops * sizeof *fill);
+        for (int k = 0; k < g->n_edges; k++) w->pred[fill[g->edge_to[k]]++] = g->edge_from[k];
+        free(fill);
+    }
 }
 
 static void walk_release(struct walk *w)
 {
     free(w->bind);
-    w->bind = NULL;
+    free(w->pred_off);
+    free(w->pred);
+    w->bind = w->pred_off = w->pred = NULL;
+}
+
+/* Probing: op `f` was looked at by the walk from an op of the j-th of the R
+ * repetitions of the left-out periods, for a wait that began at `a`. The
+ * repetitions are copies: on every stream, positions at − len .. at + R·len
+ * − 1 (engine_stream_period) are the same ops with every time one Δ later
+ * per len positions. So the walk from the k-th repetition (j < k < R) is
+ * the walk from the j-th, len·(k − j) positions and (k − j)·Δ on, if every
+ * op it looks at stays among them when moved that far: at − len ≤ position
+ * < at + (j + 1)·len. One looked at and passed over because it ended by
+ * `a` (a backward's forward, many periods earlier) may lie before: it is
+ * passed over again, k − j repetitions on, if the op that far on ends by
+ * a + (k − j)·Δ, which is checked up to the first such op among the
+ * copies (from there both move by Δ). Any other op before says how many
+ * repetitions later a probe could hold (probe_short); one after, or on a
+ * stream that does not repeat, fails the probe. */
+static void probe_note(struct walk *w, fop f, mp_time a)
+{
+    if (!w->probing || w->probe_fail || f.id < 0) return;
+    const struct op *o = &w->g->ops[f.id];
+    int st = o->chip * N_STREAMS + o->stream;
+    int64_t at;
+    int len;
+    engine_stream_period(w->e, st, &at, &len);
+    int64_t q = engine_fop_pos(w->e, f);
+    if (len <= 0 || q >= at + (w->probe_j + 1) * (int64_t)len) {
+        w->probe_fail = true;
+        return;
+    }
+    if (q >= at - len) return;
+    if (f_end(w, f) <= a) {
+        mp_time delta = engine_period(w->e);
+        bool ok = true;
+        for (int64_t k = 1; ok; k++) {
+            int64_t qk = q + k * len;
+            ok = f_end(w, engine_full_op(w->e, st, qk)) <= a + k * delta;
+            if (qk >= at - len) break;
+        }
+        if (ok) return;
+    }
+    int64_t short_by = (at - len - q + len - 1) / len;
+    if (short_by > w->probe_short) w->probe_short = short_by;
+}
+
+/* `bind` of an op of the full step. An op not ahead is one the run
+ * simulated before its jump, with its predecessors: the graph's own (but
+ * a probe looks at each; `a`: where the wait being walked began). */
+static fop bind_of(struct walk *w, fop f, mp_time a)
+{
+    if (f.id < 0) return f;
+    if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
+    fop best = { -1, 0 };
+    mp_time best_end = 0;
+    for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
+        fop u = engine_fop_pred(w->e, f, w->pred[k]);
+        probe_note(w, u, a);
+        mp_time t = f_end(w, u);
+        if (best.id < 0 || t > best_end) best = u, best_end = t;
+    }
+    fop prev = engine_fop_prev(w->e, f);
+    probe_note(w, prev, a);
+    if (prev.id >= 0 && (best.id < 0 || f_end(w, prev) > best_end)) best = prev;
+    return best;
 }
 
 /* What an op means to stage `d` when the stage's compute stream waits on it. */
@@ -177,15 +287,15 @@ static void charge(struct walk *w, struct step_split *x, int d, enum split_part 
 /* Charge the idle interval [a, t): `y` is the op whose end released the
  * wait (at or before t); [end(y), t) is charged to `pending`, the part of
  * the op y released (which queued for a link that long), or bubble. */
-static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp_time t, int y,
+static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp_time t, fop y,
                       enum split_part pending)
 {
     while (t > a) {
-        if (y < 0) {
+        if (y.id < 0) {
             charge(w, x, d, SPLIT_BUBBLE, a, t);
             return;
         }
-        mp_time ye = w->end[y];
+        mp_time ye = f_end(w, y);
         if (ye < t) {
             mp_time lo = ye > a ? ye : a;
             charge(w, x, d, pending, lo, t);
@@ -193,7 +303,7 @@ static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp
             if (t <= a) return;
         }
         enum split_part part = SPLIT_OTHER;
-        switch (classify(w, d, y, &part)) {
+        switch (classify(w, d, y.id, &part)) {
         case V_FOREIGN:
             charge(w, x, d, SPLIT_BUBBLE, a, t);
             return;
@@ -206,14 +316,15 @@ static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp
             pending = SPLIT_BUBBLE;
             break;
         case V_PART: {
-            mp_time lo = w->start[y] > a ? w->start[y] : a;
+            mp_time ys = f_start(w, y);
+            mp_time lo = ys > a ? ys : a;
             charge(w, x, d, part, lo, t);
             t = lo;
             pending = part;
             break;
         }
         }
-        y = w->bind[y];
+        y = bind_of(w, y, a);
     }
 }
 
@@ -227,12 +338,47 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
     memset(x, 0, sizeof *x);
     int cs = lane * N_STREAMS + STREAM_COMPUTE;
     mp_time prev_end = 0;
-    for (int i = g->stream_off[cs]; i < g->stream_off[cs + 1]; i++) {
-        int id = g->stream_ops[i];
-        const struct op *o = &g->ops[id];
-        mp_time a = w->start[id], b = w->end[id];
+    int64_t n = engine_stream_len(w->e, cs), at = 0, R;
+    int len = 0;
+    /* R repetitions of the left-out periods at positions at + (k − 1)·len,
+     * k = 1 .. R: walk them from the first until a probe of the j-th holds
+     * (probe_note, from j = 2), then count the j-th for the (j+1)-th ..
+     * (R − 1)-th and walk the last. */
+    R = w->view && !w->fn ? engine_stream_period(w->e, cs, &at, &len) : 0;
+    int64_t j = 2;
+    struct step_split before;
+    memset(&before, 0, sizeof before);
+    for (int64_t i = 0; i < n; i++) {
+        if (len > 0 && j + 2 <= R && i == at + (j - 1) * len) {
+            before = *x;
+            w->probing = true;
+            w->probe_fail = false;
+            w->probe_j = j;
+            w->probe_short = 0;
+        } else if (w->probing && i == at + j * len) {
+            w->probing = false;
+            if (!w->probe_fail && w->probe_short == 0) {
+                for (int k = 0; k < N_SPLIT; k++)
+                    x->part[k] += (R - j - 1) * (x->part[k] - before.part[k]);
+                prev_end += (R - j - 1) * engine_period(w->e);
+                i = at + (R - 1) * len;
+                j = R; /* no more probes */
+            } else {
+                j = w->probe_fail ? R : j + w->probe_short;
+                if (j + 2 <= R && i == at + (j - 1) * len) { /* the next copy: probe it now */
+                    before = *x;
+                    w->probing = true;
+                    w->probe_fail = false;
+                    w->probe_j = j;
+                    w->probe_short = 0;
+                }
+            }
+        }
+        fop f = engine_full_op(w->e, cs, i);
+        const struct op *o = &g->ops[f.id];
+        mp_time a = f_start(w, f), b = f_end(w, f);
         if (b <= a) continue;
-        if (a > prev_end) walk_back(w, x, d, prev_end, a, w->bind[id], SPLIT_BUBBLE);
+        if (a > prev_end) walk_back(w, x, d, prev_end, a, bind_of(w, f, prev_end), SPLIT_BUBBLE);
         switch (o->tag) {
         case TAG_F: case TAG_B: case TAG_W: case TAG_BW: case TAG_FB: {
             mp_time rc = 0;
@@ -262,14 +408,15 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
     }
     /* The tail: back from the stage's last op of any kind; after it, the
      * stage only waits for the others to finish the step. */
-    int last = -1;
+    fop last = { -1, 0 };
     int c0 = s->chip_of_device[d];
     for (int c = c0; c < c0 + w->block && c < g->n_chips; c++)
         for (int k = 0; k < N_STREAMS; k++) {
             int st = c * N_STREAMS + k;
-            if (g->stream_off[st] == g->stream_off[st + 1]) continue;
-            int id = g->stream_ops[g->stream_off[st + 1] - 1]; /* a stream's last ends last */
-            if (last < 0 || w->end[id] > w->end[last]) last = id;
+            int64_t len = engine_stream_len(w->e, st);
+            if (len == 0) continue;
+            fop f = engine_full_op(w->e, st, len - 1); /* a stream's last ends last */
+            if (last.id < 0 || f_end(w, f) > f_end(w, last)) last = f;
         }
     if (step > prev_end) walk_back(w, x, d, prev_end, step, last, SPLIT_BUBBLE);
 }

@@ -18,7 +18,8 @@
  *              ending predecessor or the op before it on its stream):
  *                - an op of the stage's own chips (its TP × CP group × DP
  *                  replicas) on a comm stream: `exposed_<kind>` by the op's
- *                  comm kind (tp, cp, pp, dp, ep) for the part of the
+ *                  comm kind (tp, cp, pp, dp, ep; host for training.
+ *                  offload's copies) for the part of the
  *                  interval the op ran (and for the time it queued for a
  *                  link);
  *                - a stage-to-stage hand-off coming to the stage: `exposed_pp`;
@@ -48,7 +49,7 @@
 
 enum split_part {
     SPLIT_COMPUTE, SPLIT_RECOMPUTE,
-    SPLIT_TP, SPLIT_CP, SPLIT_PP, SPLIT_DP, SPLIT_EP,
+    SPLIT_TP, SPLIT_CP, SPLIT_PP, SPLIT_DP, SPLIT_EP, SPLIT_HOST,
     SPLIT_BUBBLE, SPLIT_OPTIMIZER, SPLIT_OTHER,
     N_SPLIT
 };

@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         walk(&d, d.root, 0);
         json_doc_release(&d);
     } else if (rc != MP_ERR_INPUT || !err.msg[0] || strchr(err.msg, '\n')) {
+        fprintf(stderr, "fuzz_json: status %d, message '%s'\n", rc, err.msg);
         abort();
     }
     free(text);
