@@ -71,6 +71,16 @@ static struct serve_request *add_request(struct serve *s, int *cap, mp_time t, i
 
 /* ---- small inputs: empirical lengths, priority shares --------------------------- */
 
+/* A whole number (blanks around it allowed), or false. */
+static bool cell_long(const char *cell, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(cell, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    return end != cell && !*end && errno != ERANGE;
+}
+
 static int load_empirical(struct serve *s, const char *key, const char *name, int limit,
                           struct empirical *e, struct mp_error *err)
 {
@@ -82,33 +92,32 @@ static int load_empirical(struct serve *s, const char *key, const char *name, in
         mp_error_prefix(err, "%s", pre);
         return rc;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open lengths (%s)", path, key);
-    int n = 0, cap = 0, ln = 0;
+    /* The one CSV reader (sim/io/csv_reader.h), '#' comments allowed. */
+    struct csv_reader cr;
+    struct csv_reader_opts ro = { .key = key, .comments = true };
+    if ((rc = csv_reader_open(&cr, path, &ro, err))) return rc;
+    struct csv_row row;
+    int n = 0, cap = 0, got = 0;
     double *w = NULL;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        char *p = line, *end;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') continue;
-        long v = strtol(p, &end, 10);
-        if (end == p && n == 0 && ln == 1) continue; /* header */
+    while ((got = csv_reader_next(&cr, &row, err)) > 0) {
+        long v = 0;
+        if (n == 0 && row.line == 1 && !cell_long(row.cell[0], &v)) continue; /* header */
         double weight = 1;
-        bool ok = end != p && v >= 1 && v <= limit;
-        if (ok && *end == ',') {
-            p = end + 1;
-            weight = strtod(p, &end);
-            ok = end != p && isfinite(weight) && weight >= 0;
+        bool ok = row.n <= 2 && cell_long(row.cell[0], &v) && v >= 1 && v <= limit;
+        if (ok && row.n == 2) {
+            char *end;
+            weight = strtod(row.cell[1], &end);
+            while (*end == ' ' || *end == '\t') end++;
+            ok = end != row.cell[1] && !*end && isfinite(weight) && weight >= 0;
         }
-        while (ok && isspace((unsigned char)*end)) end++;
-        if (!ok || *end != '\0') {
-            fclose(f);
-            free(w);
-            free(e->len);
-            e->len = NULL;
-            return mp_fail(err, MP_ERR_INPUT, "%s:%d: expected tokens[,weight] with tokens in "
-                           "1..%d and weight >= 0, got '%.60s'", path, ln, limit, line);
+        if (!ok) {
+            char q[128];
+            mp_quote(row.cell[0], strlen(row.cell[0]), 40, q, sizeof q);
+            csv_reader_fail(&cr, row.line, err, "expected tokens[,weight] with tokens in 1..%d "
+                            "and weight >= 0, got %d cell%s starting '%s'", limit, row.n,
+                            row.n == 1 ? "" : "s", q);
+            got = -1;
+            break;
         }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -119,7 +128,13 @@ static int load_empirical(struct serve *s, const char *key, const char *name, in
         e->len[n] = (int)v;
         w[n++] = weight;
     }
-    fclose(f);
+    csv_reader_close(&cr);
+    if (got < 0) {
+        free(w);
+        free(e->len);
+        e->len = NULL;
+        return MP_ERR_INPUT;
+    }
     double total = 0;
     for (int i = 0; i < n; i++) total += w[i];
     if (n == 0 || total <= 0) {
@@ -332,15 +347,6 @@ static int read_header(struct csv_reader *r, const struct csv_row *row, int *col
     return MP_OK;
 }
 
-/* A whole number (blanks around it allowed), or false. */
-static bool cell_long(const char *cell, long *v)
-{
-    char *end;
-    errno = 0;
-    *v = strtol(cell, &end, 10);
-    while (*end == ' ' || *end == '\t') end++;
-    return end != cell && !*end && errno != ERANGE;
-}
 
 /* CSV rows "arrival_s,prompt_tokens,output_tokens" and the optional columns
  * of the header; a first row that does not start with a number is a header;
