@@ -212,8 +212,18 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
     if (need > cap) {
         const struct serve_pool *P = &s->pool[0];
         char at[CONFIG_STR + 96];
-        int fit = 0;
-        while (fit < P->replicas && chips_needed(s, cpn, fit + 1) <= cap) fit++;
+        /* The most replicas that fit, by bisection (chips_needed grows with
+         * them): one by one was quadratic, minutes for 10^6 replicas (issue
+         * 16; the value fuzzer found it). A replica takes at least its
+         * stages × width chips, which bounds the search. */
+        long long per = (long long)P->stages * P->width;
+        int lo = 0, hi = (int)(P->replicas < cap / per + 1 ? P->replicas : cap / per + 1);
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            if (chips_needed(s, cpn, mid) <= cap) lo = mid;
+            else hi = mid - 1;
+        }
+        int fit = lo;
         const char *key = s->n_pools == 2 ? "inference.prefill_replicas" : "inference.replicas";
         return mp_fail(err, MP_ERR_INPUT,
                        "%s = %d: %d replica%s of %d stage%s × %d chips (tp %d, pp %d, ep %d)%s "

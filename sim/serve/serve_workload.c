@@ -325,6 +325,10 @@ static int read_header(struct csv_reader *r, const struct csv_row *row, int *col
                        struct mp_error *err)
 {
     for (int c = 0; c < N_COLS; c++) col[c] = -1;
+    if (row->n < 3)
+        return csv_reader_fail(r, row->line, err, "header: expected arrival_s,prompt_tokens,"
+                               "output_tokens and the optional columns, got %d cell%s", row->n,
+                               row->n == 1 ? "" : "s");
     for (int i = 3; i < row->n; i++) { /* arrival, prompt, output: by position */
         const char *tok = row->cell[i];
         while (*tok == ' ' || *tok == '\t') tok++;

@@ -491,7 +491,7 @@ static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, 
      * ends. */
     mp_time total = 0, at = 0;
     for (int i = 0; i < tpp->n; i++)
-        if (!seg[i].is_comm) total += seg_time(pl, &seg[i], p->mb);
+        if (!seg[i].is_comm) total = mp_time_add(total, seg_time(pl, &seg[i], p->mb));
     struct unit_walk *w = units_begin(g, pl, carry, device, chip, p, k, total);
     for (int k = 0; k < tpp->n; k++) {
         const struct tp_seg *sg = &seg[k];
@@ -511,7 +511,7 @@ static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, 
             }
             struct op o = base;
             o.duration = seg_time(pl, sg, p->mb);
-            at += o.duration;
+            at = mp_time_add(at, o.duration);
             o.alloc_bytes = k == first_c ? base.alloc_bytes : 0;
             o.free_bytes = k == last_c ? base.free_bytes : 0;
             id = tg_add(g, &o);
