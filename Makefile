@@ -137,12 +137,22 @@ sanitize: deps
 # the library rebuilt by clang with coverage, ASan and UBSan, then each
 # target run for FUZZ_SECONDS by tests/fuzz/run.
 FUZZ_SECONDS ?= 60
-FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+# FUZZ_PENDING: harnesses whose finds wait on another branch's fix (none now:
+# the viewer's NULL qsort on a CSV of meta rows only is fixed on main, and its
+# seed tests/fuzz/timeline/crash-* keeps it fixed). `make fuzz FUZZ_PENDING=x`
+# leaves target x out.
+FUZZ_PENDING ?=
+FUZZ_NAMES := $(filter-out $(FUZZ_PENDING),$(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c)))
 FUZZ_SAN   := -fsanitize=address,undefined -fno-sanitize-recover=all
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB) $(LDLIBS)
+
+# The viewer's timeline reader, linked from viz/'s plain-C objects as they are.
+$(BUILD)/fuzz/fuzz_timeline: tests/fuzz/fuzz_timeline.c tests/fuzz/fuzz.h $(VIZ_CORE_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(VIZ_CORE_OBJ) $(LIB) $(LDLIBS)
 
 fuzz-build: deps
 	@$(MAKE) --no-print-directory CC=clang BUILD=build-fuzz BIN=build-fuzz/bin \

@@ -3,7 +3,6 @@
 #include "calib.h"
 
 #include <assert.h>
-#include <csv.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +10,8 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "sim/io/csv_reader.h"
 
 /* Split-K leaves each split at least this many K elements. */
 #define SPLIT_K_MIN 256.0
@@ -66,9 +67,9 @@ struct reader {
     const char *path;
     struct mp_error *err;
     bool failed, have_header;
-    long line, row_line;
-    char **f;
-    int nf, capf;
+    long row_line;         /* the row being checked (csv_reader's line) */
+    char **f;              /* its cells (csv_reader's, valid until the next row) */
+    int nf;
     int col[N_COLS], n_header;
     struct calib_row *rows;
     int n, cap;
@@ -78,21 +79,12 @@ static void fail(struct reader *r, const char *fmt, const char *a, const char *b
 {
     if (r->failed) return;
     r->failed = true;
-    char what[900];
-    snprintf(what, sizeof what, fmt, a, b);
+    /* Cells are shown escaped (mp_quote): one line whatever the file holds. */
+    char qa[256], qb[256], what[900];
+    mp_quote(a, strlen(a), 120, qa, sizeof qa);
+    mp_quote(b, strlen(b), 120, qb, sizeof qb);
+    snprintf(what, sizeof what, fmt, qa, qb);
     mp_fail(r->err, MP_ERR_INPUT, "%s:%ld: %s", r->path, r->row_line, what);
-}
-
-static void on_field(void *s, size_t len, void *data)
-{
-    struct reader *r = data;
-    if (r->failed) return;
-    if (r->nf == 0) r->row_line = r->line;
-    MP_GROW(r->f, r->capf, r->nf + 1);
-    char *v = mp_xmalloc(len + 1);
-    if (len) memcpy(v, s, len);
-    v[len] = '\0';
-    r->f[r->nf++] = v;
 }
 
 static void header(struct reader *r)
@@ -134,7 +126,7 @@ static bool number(const char *s, double *out)
     return true;
 }
 
-static void row(struct reader *r)
+static void row_check(struct reader *r)
 {
     if (r->nf != r->n_header) {
         char want[16], got[16];
@@ -235,19 +227,6 @@ static void row(struct reader *r)
     r->rows[r->n++] = x;
 }
 
-static void on_row(int term, void *data)
-{
-    (void)term;
-    struct reader *r = data;
-    if (!r->failed && r->nf > 0) {
-        /* A line whose first field starts with '#' is a comment. */
-        if (r->f[0][0] == '#') ;
-        else if (!r->have_header) header(r);
-        else row(r);
-    }
-    for (int i = 0; i < r->nf; i++) free(r->f[i]);
-    r->nf = 0;
-}
 
 /* Every chip with rows has each required class (gemm: bf16); flash rows,
  * where a chip has any, come for both causal settings. */
@@ -295,38 +274,31 @@ static int read_rows(const char *path, struct reader *r, struct mp_error *err)
     memset(r, 0, sizeof *r);
     r->path = path;
     r->err = err;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return mp_fail(err, MP_ERR_INPUT, "%s: cannot open the kernel calibration table: %s",
-                       path, strerror(errno));
-    struct csv_parser p;
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
-        fclose(f);
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot start the CSV parser", path);
+    /* The one CSV reader configuration (sim/io/csv_reader.h): BOM, CRLF,
+     * quotes, NUL and long lines alike everywhere; '#' lines are comments. */
+    struct csv_reader cr;
+    struct csv_reader_opts o = { .comments = true };
+    struct mp_error e2;
+    if (csv_reader_open(&cr, path, &o, &e2))
+        return mp_fail(err, MP_ERR_INPUT, "%s (the kernel calibration table)", e2.msg);
+    struct csv_row row;
+    int got = 0;
+    while (!r->failed && (got = csv_reader_next(&cr, &row, &e2)) > 0) {
+        r->f = row.cell;
+        r->nf = row.n;
+        r->row_line = row.line;
+        if (!r->have_header) header(r);
+        else row_check(r);
     }
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (!r->failed && (len = getline(&buf, &cap, f)) >= 0) {
-        r->line++;
-        if (r->nf == 0) r->row_line = r->line;
-        if (csv_parse(&p, buf, (size_t)len, on_field, on_row, r) != (size_t)len && !r->failed) {
-            r->row_line = r->line;
-            fail(r, "not valid CSV: %s%s", csv_strerror(csv_error(&p)),
-                 " (a quote inside an unquoted field?)");
-        }
+    csv_reader_close(&cr);
+    r->f = NULL;
+    r->nf = 0;
+    if (!r->failed && got < 0) {
+        r->failed = true;
+        if (err) *err = e2;
     }
-    free(buf);
-    bool read_error = ferror(f);
-    fclose(f);
-    if (!r->failed && csv_fini(&p, on_field, on_row, r) != 0)
-        fail(r, "not valid CSV: %s%s", "a quoted field never ends", "");
-    csv_free(&p);
-    for (int i = 0; i < r->nf; i++) free(r->f[i]);
-    free(r->f);
     int rc = MP_OK;
     if (r->failed) rc = MP_ERR_INPUT;
-    else if (read_error) rc = mp_fail(err, MP_ERR_INPUT, "%s: cannot read", path);
     else if (!r->have_header)
         rc = mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row naming the columns",
                      path);
@@ -643,11 +615,10 @@ double calib_memory_seconds(const struct calib *c, double bytes)
     return bytes / c->mem_bps + (c->graphs ? c->graph_launch_s : c->launch_s);
 }
 
+/* Saturating at MP_TIME_HUGE: the one checked path (sim/common.h). */
 static mp_time ps_of(double seconds)
 {
-    double ps = seconds * 1e12;
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    return (mp_time)llround(ps);
+    return mp_time_from_s(seconds);
 }
 
 void calib_price_layer(const struct calib *c, const struct kernel_list *kl, int recompute,

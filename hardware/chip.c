@@ -1,4 +1,4 @@
-/* chip.c — the chip catalogue (hardware/chips.csv, read with libcsv) and the
+/* chip.c — the chip catalogue (hardware/chips.csv, read by sim/io/csv_reader) and the
  * roofline time of one op.
  *
  * The CSV is header-driven: columns are found by name, so their order is free
@@ -10,7 +10,6 @@
 #include "chip.h"
 
 #include <assert.h>
-#include <csv.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -18,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "sim/io/csv_reader.h"
 
 enum col_kind { COL_NAME, COL_TEXT, COL_NUM };
 
@@ -68,15 +69,14 @@ static const struct column columns[] = {
 };
 enum { N_COLUMNS = sizeof columns / sizeof columns[0] };
 
-/* Parser state shared by the libcsv callbacks. */
+/* Loader state: the header's column map and the chips so far. */
 struct csv_ctx {
-    const char *path;
+    struct csv_reader *r;
     struct mp_error *err;
     bool failed;
-    long line;           /* line being fed to libcsv */
-    long row_line;       /* line where the current row began */
-    char **fields;       /* fields of the current row */
-    int n_fields, cap_fields;
+    long row_line;       /* line of the row being read */
+    char **fields;       /* cells of the current row */
+    int n_fields;
     bool have_header;
     int col_of[N_COLUMNS]; /* file column index of each known column */
     int n_header;
@@ -85,13 +85,7 @@ struct csv_ctx {
     int n_chips, cap_chips, cap_lines;
 };
 
-static void clear_row(struct csv_ctx *x)
-{
-    for (int i = 0; i < x->n_fields; i++) free(x->fields[i]);
-    x->n_fields = 0;
-}
-
-/* Record the first error only: later callbacks see `failed` and return. */
+/* Record the first error only. */
 static void fail_at(struct csv_ctx *x, const char *fmt, const char *a, const char *b,
                     const char *c)
 {
@@ -99,26 +93,21 @@ static void fail_at(struct csv_ctx *x, const char *fmt, const char *a, const cha
     x->failed = true;
     char what[768];
     snprintf(what, sizeof what, fmt, a, b, c);
-    mp_fail(x->err, MP_ERR_INPUT, "%s:%ld: %s", x->path, x->row_line, what);
+    csv_reader_fail(x->r, x->row_line, x->err, "%s", what);
+}
+
+/* A cell as a message shows it: one line, visible, at most 60 bytes. */
+static const char *shown(const char *text, char *buf, size_t size)
+{
+    mp_quote(text, strlen(text), 60, buf, size);
+    return buf;
 }
 
 static void fail_col(struct csv_ctx *x, const struct column *c, const char *got)
 {
-    fail_at(x, "column %s: expected %s, got '%s'", c->name, c->expect, got);
+    char q[256];
+    fail_at(x, "column %s: expected %s, got '%s'", c->name, c->expect, shown(got, q, sizeof q));
 }
-
-static void on_field(void *s, size_t len, void *data)
-{
-    struct csv_ctx *x = data;
-    if (x->failed) return;
-    if (x->n_fields == 0) x->row_line = x->line;
-    MP_GROW(x->fields, x->cap_fields, x->n_fields + 1);
-    char *f = mp_xmalloc(len + 1);
-    if (len) memcpy(f, s, len);
-    f[len] = '\0';
-    x->fields[x->n_fields++] = f;
-}
-
 static void read_header(struct csv_ctx *x)
 {
     for (int k = 0; k < N_COLUMNS; k++) x->col_of[k] = -1;
@@ -131,8 +120,9 @@ static void read_header(struct csv_ctx *x)
                 strcat(known, j ? ", " : "");
                 strcat(known, columns[j].name);
             }
+            char q[256];
             fail_at(x, "header: expected one of the columns %s, got '%s'%s", known,
-                    x->fields[i], "");
+                    shown(x->fields[i], q, sizeof q), "");
             return;
         }
         if (x->col_of[k] >= 0) {
@@ -214,7 +204,9 @@ static void read_chip(struct csv_ctx *x)
                 char expect[256];
                 snprintf(expect, sizeof expect, "%s, 1 to %zu characters", c->expect,
                          c->size - 1);
-                fail_at(x, "column %s: expected %s, got '%s'", c->name, expect, text);
+                char q[256];
+                fail_at(x, "column %s: expected %s, got '%s'", c->name, expect,
+                        shown(text, q, sizeof q));
                 return;
             }
             memcpy(dst, text, strlen(text) + 1);
@@ -232,8 +224,9 @@ static void read_chip(struct csv_ctx *x)
         if (strcmp(x->chips[i].name, ch.name) == 0) {
             char first[32];
             snprintf(first, sizeof first, "%ld", x->chip_line[i]);
+            char q[256];
             fail_at(x, "column name: expected a chip name not used before, got '%s' "
-                       "(already at line %s)%s", ch.name, first, "");
+                       "(already at line %s)%s", shown(ch.name, q, sizeof q), first, "");
             return;
         }
     MP_GROW(x->chips, x->cap_chips, x->n_chips + 1);
@@ -242,70 +235,35 @@ static void read_chip(struct csv_ctx *x)
     x->chips[x->n_chips++] = ch;
 }
 
-static void on_row(int term, void *data)
-{
-    (void)term;
-    struct csv_ctx *x = data;
-    if (!x->failed) {
-        if (!x->have_header)
-            read_header(x);
-        else
-            read_chip(x);
-    }
-    clear_row(x);
-}
-
 int chip_catalog_load(struct chip_catalog *cat, const char *path, struct mp_error *err)
 {
     cat->chips = NULL;
     cat->n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return mp_fail(err, MP_ERR_INPUT, "%s: cannot open the chip catalogue: %s", path,
-                       strerror(errno));
-
+    struct csv_reader r;
+    int rc = csv_reader_open(&r, path, NULL, err);
+    if (rc) return rc;
     struct csv_ctx x;
     memset(&x, 0, sizeof x);
-    x.path = path;
+    x.r = &r;
     x.err = err;
-    struct csv_parser p;
-    /* Strict: a stray quote inside a field is an error, not data. */
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) {
-        fclose(f);
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot start the CSV parser", path);
+    struct csv_row row;
+    int got = 0;
+    while (!x.failed && (got = csv_reader_next(&r, &row, err)) > 0) {
+        x.fields = row.cell;
+        x.n_fields = row.n;
+        x.row_line = row.line;
+        if (!x.have_header) read_header(&x);
+        else read_chip(&x);
     }
-
-    /* Fed one line at a time so the callbacks know the line they are on. */
-    char *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while (!x.failed && (len = getline(&buf, &cap, f)) >= 0) {
-        x.line++;
-        if (x.n_fields == 0) x.row_line = x.line;
-        if (csv_parse(&p, buf, (size_t)len, on_field, on_row, &x) != (size_t)len && !x.failed) {
-            x.row_line = x.line;
-            fail_at(&x, "not valid CSV: %s%s%s", csv_strerror(csv_error(&p)),
-                    " (a quote inside an unquoted field?)", "");
-        }
-    }
-    free(buf);
-    bool read_error = ferror(f);
-    int read_errno = errno;
-    fclose(f);
-    if (!x.failed && csv_fini(&p, on_field, on_row, &x) != 0)
-        fail_at(&x, "not valid CSV: %s%s%s", "a quoted field never ends", "", "");
-    csv_free(&p);
-    clear_row(&x);
-    free(x.fields);
+    if (!x.failed && got < 0) x.failed = true; /* the reader's message is in err */
+    long lines = r.line;
+    csv_reader_close(&r);
     free(x.chip_line);
-
-    if (!x.failed && read_error)
-        mp_fail(err, MP_ERR_INPUT, "%s: cannot read: %s", path, strerror(read_errno));
-    else if (!x.failed && !x.have_header)
+    if (!x.failed && !x.have_header)
         mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row naming the columns", path);
     else if (!x.failed && x.n_chips == 0)
         mp_fail(err, MP_ERR_INPUT, "%s:%ld: expected at least one chip row after the header",
-                path, x.line);
+                path, lines);
     else if (!x.failed) {
         cat->chips = x.chips;
         cat->n = x.n_chips;
@@ -336,6 +294,14 @@ const struct chip *chip_catalog_find(const struct chip_catalog *cat, const char 
     return NULL;
 }
 
+void chip_describe(const struct chip *c, char *buf, size_t size)
+{
+    snprintf(buf, size, "chip %s (chips.csv: bf16_tflops = %.6g, fp8_tflops = %.6g, "
+             "mem_bw_tbs = %.6g, compute_eff = %.6g, mem_eff = %.6g)", c->name,
+             c->peak_bf16 / 1e12, c->peak_fp8 / 1e12, c->mem_bw / 1e12, c->compute_eff,
+             c->mem_eff);
+}
+
 mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits)
 {
     assert(flops >= 0 && bytes >= 0 && bits > 0);
@@ -351,6 +317,5 @@ mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits)
      * than int64 picoseconds (or infinity); that is an input error, not a
      * programmer's one. Saturate (common.h), and let sim_run's horizon check
      * report it, instead of asserting or wrapping. */
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    return (mp_time)llround(ps);
+    return mp_time_from_ps(ps);
 }

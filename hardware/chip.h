@@ -45,4 +45,10 @@ const struct chip *chip_catalog_find(const struct chip_catalog *cat, const char 
  * `bits` picks the peak (16 → bf16, 8 → fp8 when the chip has it). */
 mp_time chip_op_time(const struct chip *c, double flops, double bytes, int bits);
 
+/* The catalogue figures an op time comes from, in the catalogue's own units,
+ * for messages that name the inputs behind a duration past its cap:
+ * "chip NAME (chips.csv: bf16_tflops = 1e-09, fp8_tflops = 0, mem_bw_tbs =
+ * 3.35, compute_eff = 0.8, mem_eff = 0.9)". */
+void chip_describe(const struct chip *c, char *buf, size_t size);
+
 #endif

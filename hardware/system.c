@@ -78,7 +78,7 @@ const struct host_link_kind host_link_kinds[] = {
  * given. Assumed (no measurement in calibration.md): a kernel launch is
  * >= 2.6 us (calibration.md 4) and a synchronous copy from pageable memory,
  * as Accelerate's hooks make, adds a staging copy and a synchronisation. */
-#define HOST_LINK_LATENCY_PS ((mp_time)10 * 1000 * 1000) /* 10 us */
+#define HOST_LINK_LATENCY_PS (10LL * 1000 * 1000) /* 10 us */
 
 static const struct topo_name {
     const char *name;
@@ -595,7 +595,7 @@ static void build_links(struct system *s)
     assert(s->n_links <= count);
 }
 
-int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
+int system_plan(struct system *sys, const char *path, int nodes, int chips_needed,
                 const struct chip_catalog *cat, struct mp_error *err)
 {
     assert(chips_needed >= 0);
@@ -693,8 +693,21 @@ int system_load(struct system *sys, const char *path, int nodes, int chips_neede
     if (links > MAX_LINKS)
         return mp_fail(err, MP_ERR_INPUT, "%s: %d chips would need %lld links; expected at most "
                        "%d", file, sys->n_chips, links, MAX_LINKS);
-    build_links(sys);
     return MP_OK;
+}
+
+void system_build(struct system *sys)
+{
+    assert(sys->n_chips > 0 && !sys->links);
+    build_links(sys);
+}
+
+int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
+                const struct chip_catalog *cat, struct mp_error *err)
+{
+    int rc = system_plan(sys, path, nodes, chips_needed, cat, err);
+    if (!rc) system_build(sys);
+    return rc;
 }
 
 void system_release(struct system *sys)
@@ -844,6 +857,26 @@ int system_route_buf(const struct system *sys, int src, int dst, int *stack, int
     return n;
 }
 
+static void describe_fabric(const char *section, const struct fabric *f, char *buf, size_t size)
+{
+    if (f->topo == TOPO_NONE) {
+        snprintf(buf, size, "[%s] none", section);
+        return;
+    }
+    char lat[32];
+    units_format_duration(f->latency, lat, sizeof lat);
+    if (isinf(f->bw)) snprintf(buf, size, "[%s] bandwidth = inf, latency = %s", section, lat);
+    else snprintf(buf, size, "[%s] bandwidth = %.6gGB/s, latency = %s", section, f->bw / 1e9, lat);
+}
+
+void system_describe(const struct system *sys, char *buf, size_t size)
+{
+    char up[128], out[128];
+    describe_fabric("scaleup", &sys->scaleup, up, sizeof up);
+    describe_fabric("scaleout", &sys->scaleout, out, sizeof out);
+    snprintf(buf, size, "system %s (%s; %s)", sys->name, up, out);
+}
+
 mp_time system_route_time(const struct system *sys, const int *route, int n, double bytes)
 {
     assert(bytes >= 0);
@@ -855,14 +888,11 @@ mp_time system_route_time(const struct system *sys, const int *route, int n, dou
         /* Latencies and bandwidths come from the user's system file; a route
          * time past MP_TIME_HUGE saturates (as chip_op_time does), and
          * sim_run's horizon check reports it instead of a wrapped time. */
-        latency = l->latency < MP_TIME_HUGE - latency ? latency + l->latency : MP_TIME_HUGE;
+        latency = mp_time_add(latency, l->latency);
         if (l->bw < bw) bw = l->bw;
     }
     if (isinf(bw) || bytes == 0) return latency;
     /* (bytes × 1e12) / bw keeps round figures exact: 1e9 B at 1e11 B/s is
      * exactly 1e10 ps. */
-    double ps = bytes * 1e12 / bw;
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    mp_time t = latency + (mp_time)llround(ps); /* both < 2^62: no overflow */
-    return t < MP_TIME_HUGE ? t : MP_TIME_HUGE;
+    return mp_time_add(latency, mp_time_from_ps(bytes * 1e12 / bw));
 }

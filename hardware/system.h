@@ -98,6 +98,14 @@ struct system {
 int system_load(struct system *sys, const char *path, int nodes, int chips_needed,
                 const struct chip_catalog *cat, struct mp_error *err);
 
+/* system_load in two steps, so that a caller can weigh the system before
+ * its links exist (sim_run's work budget, issue 16): system_plan reads the
+ * preset and fixes nodes and n_chips (everything but links and routes);
+ * system_build then lays the links out, O(n_chips). */
+int system_plan(struct system *sys, const char *path, int nodes, int chips_needed,
+                const struct chip_catalog *cat, struct mp_error *err);
+void system_build(struct system *sys);
+
 /* Free the links and routing tables; the system is then empty. */
 void system_release(struct system *sys);
 
@@ -123,5 +131,10 @@ int system_route_buf(const struct system *sys, int src, int dst, int *stack, int
 /* Time to move `bytes` along a route with nothing else on it: the sum of the
  * links' latencies plus bytes over the slowest link's bandwidth. */
 mp_time system_route_time(const struct system *sys, const int *route, int n, double bytes);
+
+/* The fabric figures a transfer time comes from, for messages naming the
+ * inputs behind a duration past its cap: "system NAME ([scaleup] bandwidth
+ * = 450GB/s, latency = 1us; [scaleout] bandwidth = 50GB/s, latency = 5us)". */
+void system_describe(const struct system *sys, char *buf, size_t size);
 
 #endif

@@ -213,8 +213,10 @@ static int parse_error(const struct json_doc *d, size_t at, bool truncated, stru
     if (n >= sizeof near) n = sizeof near - 1;
     memcpy(near, from, n);
     near[n] = '\0';
+    char shown[4 * sizeof near + 4];
+    mp_quote(near, n, sizeof near, shown, sizeof shown);
     return mp_fail(err, MP_ERR_INPUT, "%s:%d: invalid JSON near '%s'", d->origin,
-                   json_doc_line_at(d, (size_t)(q - t)), near);
+                   json_doc_line_at(d, (size_t)(q - t)), shown);
 }
 
 /* ------------------------------------------------------------------ */
@@ -288,8 +290,12 @@ int json_doc_parse(struct json_doc *d, const char *text, size_t len, const char 
             if (strcmp(o->keys[j - 1].name, o->keys[j].name) == 0) {
                 int a = json_doc_line_at(d, o->keys[j - 1].offset);
                 int b = json_doc_line_at(d, o->keys[j].offset);
+                /* A key may hold anything cJSON lets through (a raw line
+                 * break): shown escaped, so the message stays one line. */
+                char q[160];
+                mp_quote(o->keys[j].name, strlen(o->keys[j].name), 100, q, sizeof q);
                 rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: key %s: expected once, got it twice "
-                             "(lines %d and %d)", origin, b, o->keys[j].name, a, b);
+                             "(lines %d and %d)", origin, b, q, a, b);
             }
     }
     if (!rc) qsort(d->objs, (size_t)d->n_objs, sizeof *d->objs, obj_cmp);

@@ -788,13 +788,14 @@ mp_time layer_price_block(const struct layer_price *lp, enum kernel_pass pass,
                           enum kernel_block block)
 {
     mp_time s = 0;
-    for (int q = 0; q < N_KPARTS; q++) s += lp->t[pass][block][q];
-    return s;
+    for (int q = 0; q < N_KPARTS; q++) s = mp_time_add(s, lp->t[pass][block][q]);
+    return s; /* saturating: each part may be MP_TIME_HUGE (sim/common.h) */
 }
 
 mp_time layer_price_pass(const struct layer_price *lp, enum kernel_pass pass)
 {
-    return layer_price_block(lp, pass, KBLOCK_MIXER) + layer_price_block(lp, pass, KBLOCK_MLP);
+    return mp_time_add(layer_price_block(lp, pass, KBLOCK_MIXER),
+                       layer_price_block(lp, pass, KBLOCK_MLP));
 }
 
 const char *kernel_kind_name(enum kernel_kind k)

@@ -567,7 +567,7 @@ int model_load_config(struct model *m, const struct config *cfg, struct mp_error
 {
     char path[1024];
     memset(m, 0, sizeof *m);
-    int rc = config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, err);
+    int rc = config_resolve_key(cfg, "model.config", "models", ".json", path, sizeof path, err);
     if (rc) return rc;
     const char *family = strcmp(cfg->model.family, "auto") ? cfg->model.family : NULL;
     return model_load_as(m, path, family, err);

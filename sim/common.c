@@ -1,7 +1,9 @@
 /* common.c — error records, checked allocation, the wall clock and the data folder. */
 #include "common.h"
 
+#include <assert.h>
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,4 +135,73 @@ size_t mp_utf8_valid_prefix(const char *s, size_t n)
         i += len;
     }
     return n;
+}
+
+mp_time mp_time_from_ps(double ps)
+{
+    assert(!(ps < 0) && "a negative duration: a formula, not the input, is wrong");
+    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE; /* NaN and ∞ land here too */
+    return (mp_time)llround(ps);
+}
+
+mp_time mp_time_from_s(double s)
+{
+    return mp_time_from_ps(s * 1e12);
+}
+
+mp_time mp_time_add(mp_time a, mp_time b)
+{
+    assert(a >= 0 && b >= 0);
+    return a < MP_TIME_HUGE - b ? a + b : MP_TIME_HUGE;
+}
+
+mp_time mp_time_mul(mp_time a, long long k)
+{
+    assert(a >= 0 && k >= 0);
+    mp_time r;
+    if (__builtin_mul_overflow(a, k, &r) || r > MP_TIME_HUGE) return MP_TIME_HUGE;
+    return r;
+}
+
+mp_time mp_time_scale(mp_time a, double share)
+{
+    assert(a >= 0 && !(share < 0));
+    double v = share * (double)a;
+    if (!(v < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
+    return (mp_time)v;
+}
+
+void mp_quote(const char *s, size_t n, size_t max, char *out, size_t size)
+{
+    size_t o = 0, i = 0;
+    if (size == 0) return;
+    while (i < n && i < max) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8] = "";
+        size_t take = 1;
+        if (c == '\n') strcpy(esc, "\\n");
+        else if (c == '\r') strcpy(esc, "\\r");
+        else if (c == '\t') strcpy(esc, "\\t");
+        else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof esc, "\\x%02x", c);
+        else if (c >= 0x80) {
+            size_t ok = mp_utf8_valid_prefix(s + i, n - i > 4 ? 4 : n - i);
+            size_t len = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+            if (len == 0 || ok < len) snprintf(esc, sizeof esc, "\\x%02x", c);
+            else if (len == 3 && !memcmp(s + i, "\xef\xbb\xbf", 3)) strcpy(esc, "\\uFEFF"), take = 3;
+            else take = len;
+        }
+        if (esc[0]) {
+            size_t l = strlen(esc);
+            if (o + l + 1 > size) break;
+            memcpy(out + o, esc, l);
+            o += l;
+        } else {
+            if (o + take + 1 > size) break;
+            memcpy(out + o, s + i, take);
+            o += take;
+        }
+        i += take;
+    }
+    if (i < n && o + 4 <= size) memcpy(out + o, "...", 3), o += 3;
+    out[o] = '\0';
 }

@@ -25,6 +25,33 @@ typedef int64_t mp_time;
  * in int64, and sim_run reports a step past int64 as an input error. */
 #define MP_TIME_HUGE ((mp_time)1 << 62)
 
+/* The one checked path from arithmetic to a duration (issue 16). Every
+ * duration computed from the user's numbers (FLOPs over a peak, bytes over a
+ * bandwidth, a step of n hops) goes through these, so that none can wrap or
+ * go negative: past MP_TIME_HUGE they saturate there, and the runs that
+ * consume them (sim_run's horizon check, serving, `mpsim collective`) turn a
+ * saturated duration into an input error naming the inputs behind it.
+ * tests/check_time_arith.sh forbids (mp_time) casts and llround() elsewhere
+ * in the library. */
+
+/* Picoseconds (a double) to the nearest mp_time; NaN, infinity and anything
+ * at or past MP_TIME_HUGE give MP_TIME_HUGE. Negative is a programmer error. */
+mp_time mp_time_from_ps(double ps);
+
+/* Seconds to mp_time, as mp_time_from_ps(s × 10^12). */
+mp_time mp_time_from_s(double s);
+
+/* a + b and a × k for durations (a, b, k ≥ 0), saturating at MP_TIME_HUGE. */
+mp_time mp_time_add(mp_time a, mp_time b);
+mp_time mp_time_mul(mp_time a, long long k);
+
+/* The part `share` (≥ 0) of a duration, truncated toward zero (how a pass is
+ * cut into segments, so the parts never sum past the whole), saturating. */
+mp_time mp_time_scale(mp_time a, double share);
+
+/* Whether a duration saturated (is MP_TIME_HUGE or more). */
+static inline int mp_time_saturated(mp_time t) { return t >= MP_TIME_HUGE; }
+
 /* Seconds (double) from picoseconds, for reports only; never for the engine. */
 static inline double mp_seconds(mp_time t) { return (double)t / 1e12; }
 
@@ -75,6 +102,12 @@ char *mp_xstrdup(const char *s);
  * checked with it so that names read from them never turn the JSON, CSV and
  * trace outputs, which must be UTF-8, into invalid files. */
 size_t mp_utf8_valid_prefix(const char *s, size_t n);
+
+/* s[0..n) made fit for a one-line message (issue 16): control characters
+ * as \n, \r, \t or \xHH, bytes that are not UTF-8 as \xHH, the invisible
+ * U+FEFF (a byte-order mark) as \uFEFF; after `max` bytes of text, "...".
+ * Always NUL-terminates `out` (size ≥ 1). */
+void mp_quote(const char *s, size_t n, size_t max, char *out, size_t size);
 
 /* Edit distance between two names, ignoring case ("PP" still finds "pp"),
  * for did-you-mean suggestions; SIZE_MAX for names over 63 characters. */

@@ -108,10 +108,19 @@ static const struct bad cases[] = {
     { F_SCEN, "[model]\nkind = synthetic\n[synthetic]\nforward = 900000s\n"
               "[parallel]\npp = 4\n[training]\nglobal_batch = 64\n", 0, 0, "int64", 0 },
     { F_SCEN, "[model]\nkind = transformer\nseq_len = 2000000000\nconfig = llama3-8b\n"
-              "[parallel]\npp = 4\n", 0, 0, "int64", 0 },
+              "[parallel]\npp = 4\n", 0, 0, "model.seq_len = 2000000000", 0 },
     { F_SCEN, "[model]\nconfig = \"\"\n", 0, 2, "model.config", 0 },
     { F_SCEN, "[run]\nseed = -1\n", 0, 2, "run.seed", 0 },
     { F_SCEN, "[training]\nrecompute = sometimes\n", 0, 2, "training.recompute", 0 },
+    /* issue 16: values found wrong after loading name their line; an empty file is an error */
+    { F_SCEN, "[training]\nschedule = GPIPE\n[model]\nkind = synthetic\n", 0, 2,
+      "training.schedule", 0 },
+    { F_SCEN, "[model]\nkind = synthetic\n[hardware]\nsystem = nosuch\n", 0, 4,
+      "hardware.system", 0 },
+    { F_SCEN, "[model]\nconfig = llama3-8b\n[parallel]\ntp = 3\n", 0, 4, "parallel.tp", 0 },
+    { F_SCEN, "; nothing but a comment\n[model]\n", 0, 0, "empty scenario", 0 },
+    { F_SCEN, "[model]\nkind = synthetic\n[synthetic]\nforward = 999999s\n[training]\n"
+              "global_batch = 100000\n", 0, 0, "2^63 ps", 0 },
     /* context parallelism and given stages (branch context, issue 17) */
     { F_SCEN, "[model]\nseq_len = 512\n[parallel]\npp = 4\nstage_layers = 8,8,16\n", 0, 0,
       "parallel.stage_layers", 0 },
@@ -211,6 +220,10 @@ static const struct bad cases[] = {
     { F_CSV, "name,label,bf16_tflops\n", 0, 1, "fp8_tflops", 0 },
     { F_CSV, CSV_HEAD "textbook,Chip,1000,0,80,2,300,400,1.5,0.9,0,0,x\n", 0, 2,
       "compute_eff", 0 },
+    { F_CSV, BYTES(CSV_HEAD "textbook,Chip,1000,0,80,2,300,400,0.8,0.9,0,0,x\0y\n"), 2, "NUL", 0 },
+    { F_CSV, "\xef\xbb\xbf" CSV_HEAD CSV_ROW("textbook", "nan", "80"), 0, 2, "bf16_tflops", 0 },
+    { F_CSV, CSV_HEAD CSV_ROW("textbook", "1000", "80") "\"unclosed,Chip,1,0,1,1,1,1,1,1,0,0,x\n",
+      0, 3, "never closes", 0 },
     /* ---- system INI ---- */
     { F_SYS, "", 0, 0, "chip", 0 },
     { F_SYS, "", 0, 0, "", 1 },
@@ -240,6 +253,9 @@ static const struct bad cases[] = {
     { F_TRACE, "arrival_s,prompt_tokens,output_tokens\n1,10,10\n0.5,10,10\n", 0, 3,
       "arrival", 0 },
     { F_TRACE, "arrival_s,prompt_tokens,output_tokens\n0,10", 0, 2, "output_tokens", 0 },
+    { F_TRACE, "arrival_s,prompt_tokens,output_tokens\r\n0,10,5\r\n1,10,x\r\n", 0, 3,
+      "output_tokens", 0 },
+    { F_TRACE, "\xef\xbb\xbf# requests\n0,10,5\n0.5,1e3,5\n", 0, 3, "prompt_tokens", 0 },
     /* ---- the viewer's timeline CSV ---- */
     { F_TIMELINE, "", 0, 0, "", 0 },
     { F_TIMELINE, "", 0, 0, "", 1 },
@@ -263,6 +279,10 @@ static const struct bad cases[] = {
     { F_ARGS, "collective\n--system\ndgx-a100\n--op\nall_reduce\n--bytes\n1MB\n--chips\n8\n"
               "--chunks\n0", 0, 0, "--chunks", 0 },
     { F_ARGS, "run\n@S\n--set\nparallel.pp=\xff\xfe", 0, 0, "parallel.pp", 0 },
+    { F_ARGS, "search\n@S\n--chips\n1e9", 0, 0, "--chips: expected a whole number from 1 to 16777216", 0 },
+    { F_ARGS, "collective\n--system\ndgx-h100\n--op\nall_reduce\n--bytes\n1e30B\n--chips\n8", 0, 0,
+      "at most 1024PiB", 0 },
+    { F_ARGS, "run\n@S\n--timeline\n@S", 0, 0, "names the input", 0 },
 };
 enum { N_CASES = sizeof cases / sizeof cases[0] };
 

@@ -386,7 +386,7 @@ START_TEST(csv_errors)
     expect_error(load_csv(text, path), path, 2, "column name");
     /* A quote that never closes: the error names the row's first line. */
     snprintf(text, sizeof text, "%s" ROW("a", "10", "8") "b,\"Chip,10\n", header);
-    expect_error(load_csv(text, path), path, 3, "quoted field never ends");
+    expect_error(load_csv(text, path), path, 3, "quoted cell opened here never closes");
     /* A stray quote inside an unquoted field. */
     snprintf(text, sizeof text, "%s" "a,Ch\"ip,10,0,8,1,1,1,0.5,0.5,0,0,s\n", header);
     expect_error(load_csv(text, path), path, 2, "not valid CSV");

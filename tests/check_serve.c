@@ -374,10 +374,12 @@ START_TEST(cross_key_and_trace_errors)
         serve_release(&s);
     }
     static const char *const traces[][2] = {
-        { "0,10\n", ":1: expected" },
-        { "0.5,10,4\n0.1,10,4\n", ":2: arrivals must not go back" },
-        { "# comment\n0,4000,200\n", ":2: prompt + output = 4200" },
-        { "0,0,4\n", ":1: expected" },
+        { "0,10\n", ":1: key inference.trace: expected 3 cells" },
+        { "0.5,10,4\n0.1,10,4\n", ":2: key inference.trace: column arrival_s: arrivals must "
+                                  "not go back" },
+        { "# comment\n0,4000,200\n", ":2: key inference.trace: prompt_tokens + output_tokens "
+                                     "= 4200" },
+        { "0,0,4\n", ":1: key inference.trace: column prompt_tokens: expected a whole number" },
     };
     for (size_t i = 0; i < sizeof traces / sizeof *traces; i++) {
         char path[600];

@@ -654,7 +654,7 @@ START_TEST(bad_layouts)
     build(&cfg, l70, (const char *const[]){ "inference.arrivals=trace",
                                             setting("inference.trace", trace(rows)), NULL });
     ck_assert_int_eq(serve_run(&s, &cfg, &err), MP_ERR_INPUT);
-    ck_assert_msg(strstr(err.msg, ":3: session 2 turn 1: the session never started"), "%s",
+    ck_assert_msg(strstr(err.msg, ":3: key inference.trace: session 2 turn 1: the session never started"), "%s",
                   err.msg);
     serve_release(&s);
     /* An unknown column. */
@@ -662,7 +662,7 @@ START_TEST(bad_layouts)
                                             setting("inference.trace", trace("a,p,o,sess\n0,1,1,1\n")),
                                             NULL });
     ck_assert_int_eq(serve_run(&s, &cfg, &err), MP_ERR_INPUT);
-    ck_assert_msg(strstr(err.msg, ":1: unknown column 'sess'"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, ":1: key inference.trace: unknown column 'sess'"), "%s", err.msg);
     serve_release(&s);
     /* Priority shares that are not numbers. */
     build(&cfg, l70, (const char *const[]){ "inference.priorities=high,low", NULL });

@@ -195,7 +195,7 @@ START_TEST(empirical_lengths)
                                        setting("inference.prompt_file", bad), NULL });
     struct mp_error err = { 0 };
     ck_assert_int_eq(serve_run(&s, &cfg, &err), MP_ERR_INPUT);
-    ck_assert_msg(strstr(err.msg, ":3: expected tokens[,weight]"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, ":3: key inference.prompt_file: expected tokens[,weight]"), "%s", err.msg);
     serve_release(&s);
     /* empirical without a file names the key. */
     build(&cfg, (const char *const[]){ "inference.output_dist=empirical", NULL });

@@ -258,9 +258,9 @@ expect 2 "the presets are cerebras-cs3, desktop-1x4090|did you mean 'dgx-h100'?"
     grep -qF "has no [inference] section" "$T/stderr" && ok || no "no warning for plan on a training scenario"
 # MFU and HFU are null where a synthetic model has no FLOP count
 "$MPSIM" run scenarios/teach-bubbles.ini --json | grep -q '"mfu":[[:space:]]*null' && ok || no "mfu not null for a synthetic model"
-# outputs honour the umask
-(umask 027 && "$MPSIM" run scenarios/teach-bubbles.ini --trace "$T/u.json" >/dev/null) &&
-    [ "$(stat -c %a "$T/u.json")" = 640 ] && ok || no "trace mode $(stat -c %a "$T/u.json" 2>/dev/null), umask 027"
+# a new output honours the umask (one it replaces keeps its mode: cli_hostile.sh)
+(umask 027 && "$MPSIM" run scenarios/teach-bubbles.ini --trace "$T/new-umask.json" >/dev/null) &&
+    [ "$(stat -c %a "$T/new-umask.json")" = 640 ] && ok || no "trace mode $(stat -c %a "$T/new-umask.json" 2>/dev/null), umask 027"
 # import: bad values exit 2 naming the flag or key, nothing on stdout
 expect 2 "import megatron: --tensor-model-parallel-size 'eight': expected a whole number" -- import megatron '--tensor-model-parallel-size eight --num-layers 2'
 [ ! -s "$T/stdout" ] && ok || no "import wrote output on a bad value"

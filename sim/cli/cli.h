@@ -27,21 +27,26 @@ int cli_model(int argc, char **argv);      /* cli_model.c: what a config.json wa
 /* cli_serve.c: `mpsim run` on a scenario with an [inference] section. */
 struct config;
 /* `timeline` and `trace` may be NULL (not asked for); `detail` writes every
- * stage's copy of each pass into the timeline (--timeline-detail). */
+ * stage's copy of each pass into the timeline (--timeline-detail); `force`
+ * runs past the work budget (--force). */
 int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
-              bool detail);
+              bool detail, bool force);
 
 /* cli_device_map.c (branch devmap): `mpsim plan --device-map ...`, and `mpsim
  * run` on a scenario with device_map.policy set. */
 int cli_plan_device_map(int argc, char **argv);
-int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace);
+int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace,
+                   bool force);
 
 /* Print "mpsim: <message>" once and return the error's status. */
 int cli_fail(const struct mp_error *err);
 
-/* Print a usage error (printf-style with one string argument) and return 2,
- * with one hint: `mpsim CMD --help` when the message starts "CMD: ", none
- * when it names a --help already, else `mpsim --help`. */
+/* Print "mpsim: infeasible: <message>" (one line) and return MP_ERR_INFEASIBLE. */
+int cli_infeasible(const struct mp_error *err);
+
+/* Print a usage error (printf-style with one string argument, shown escaped)
+ * and return 2, with one hint: `mpsim CMD --help` when the message starts
+ * "CMD: ", none when it names a --help already, else `mpsim --help`. */
 int cli_usage_error(const char *fmt, const char *arg);
 
 /* Of NULL-terminated `names`, the one `word` is a typo of (edit distance
@@ -68,6 +73,13 @@ void cli_warn_layout(const struct sim *s);
 
 /* Print every scenario key with its default and one-line doc. */
 void cli_print_keys(FILE *f);
+
+/* Refuse outputs that name one file, or the input they were made from
+ * (NULL entries are skipped): `paths` are the outputs, `flags` their
+ * options ("--timeline"), `input` the file read (NULL: none). Prints the
+ * message and returns MP_ERR_INPUT, or returns MP_OK. */
+int cli_check_outputs(const char *const *paths, const char *const *flags, int n,
+                      const char *input);
 
 /* Write one report through a temporary file renamed into place. */
 int cli_write_output(const char *path, void (*writer)(FILE *, const struct sim *),

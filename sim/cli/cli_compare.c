@@ -157,7 +157,12 @@ static int side_from_json(struct side *sd, const char *path, struct mp_error *er
     const cJSON *ps = cJSON_GetObjectItem(cJSON_GetObjectItem(root, "step_split"), "ps");
     for (int i = 0; i < N_SPLIT; i++) {
         double v = num(ps, step_split_name(i));
-        sd->split.part[i] = isnan(v) ? 0 : (mp_time)llround(v);
+        if (!isnan(v) && !(v >= 0 && v < (double)MP_TIME_HUGE)) {
+            cJSON_Delete(root);
+            return mp_fail(err, MP_ERR_INPUT, "%s: key step_split.ps.%s: expected picoseconds "
+                           ">= 0 and below 2^62, got %g", path, step_split_name(i), v);
+        }
+        sd->split.part[i] = isnan(v) ? 0 : mp_time_from_ps(v);
     }
     cJSON_Delete(root);
     return MP_OK;

@@ -173,11 +173,13 @@ static int write_output(const char *path,
     return outfile_commit(&out, err);
 }
 
-int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace)
+int cli_devmap_run(const struct config *cfg, int json, const char *timeline, const char *trace,
+                   bool force)
 {
     struct accel_setup a;
     struct mp_error err = { 0 };
     int rc = accel_setup(&a, cfg, NULL, &err);
+    a.force = force;
     struct accel_report rep = { 0 };
     if (!rc) rc = accel_generate_recorded(&rep, &a, timeline || trace, &err);
     if (!rc && ((timeline && write_output(timeline, accel_timeline_csv, &a, &rep, &err)) ||

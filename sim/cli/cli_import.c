@@ -123,6 +123,12 @@ int cli_import(int argc, char **argv)
                                        "deepspeed ds_config.json");
             goto done;
         }
+        /* --model-out naming the ds_config it is read from would replace it. */
+        const char *outs[] = { opt.model_out }, *flags[] = { "--model-out" };
+        if (cli_check_outputs(outs, flags, 1, ds_path)) {
+            rc = MP_ERR_INPUT;
+            goto done;
+        }
         rc = import_deepspeed(ds_path, &opt, stdout, &err);
     }
     if (rc) rc = cli_fail(&err);

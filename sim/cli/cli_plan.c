@@ -60,7 +60,7 @@ int cli_plan(int argc, char **argv)
     if (rc) {
         plan_run_release(&r);
         if (rc == MP_ERR_INFEASIBLE) {
-            fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+            cli_infeasible(&err);
             return rc;
         }
         return cli_fail(&err);

@@ -70,6 +70,8 @@ int cli_plot(int argc, char **argv)
                                            "--x KEY --y METRIC --out FILE.png");
     if (!opt.x || !opt.y || !opt.out)
         return cli_usage_error("%s", "plot: --x, --y and --out are required");
+    const char *outs[] = { opt.out }, *flags[] = { "--out" };
+    if (cli_check_outputs(outs, flags, 1, csv)) return MP_ERR_INPUT;
     struct sweep_table t;
     if (sweep_table_load(&t, csv, &err)) return cli_fail(&err);
     int rc = plot_sweep(&t, &opt, &err);

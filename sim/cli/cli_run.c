@@ -21,15 +21,25 @@ static const char run_usage_text[] =
     "  --breakdown              where each stage pass's time goes: kernels by class and the\n"
     "                           hardware/kernels.csv line that priced them (--json: key breakdown)\n"
     "  --tokens N               token budget for the chip-hours and cost lines (default 1T)\n"
+    "  --force                  run past the work budget (below)\n"
     "  --slo ttft=T,tpot=T      serving: goodput counts requests meeting these (also e2e=T)\n"
     "\n"
-    "Outputs are written to a temporary file and renamed when complete.\n"
+    "Outputs are written to a temporary file and renamed when complete (a device or\n"
+    "FIFO is written directly); two outputs may not name one file. Interrupted\n"
+    "(SIGINT, SIGTERM), mpsim removes what it had half written and exits 130 / 143.\n"
+    "\n"
+    "Limits: one duration at most 10^6 s and one size 2^60 bytes in a scenario;\n"
+    "tp x cp x pp x dp at most 2^24 chips, cp at most 65,536; pp x vpp x\n"
+    "microbatches at most 2^23 stage passes. The work budget: a step estimated past\n"
+    "4 GiB (about 27 million events, half a minute; 160 bytes and 1 us an event)\n"
+    "stops before it is built, with the estimate, unless --force; a serving or\n"
+    "device_map run past 4 GiB or an hour likewise.\n"
     "Scenario keys (`mpsim list keys` prints the same with current defaults):\n";
 
 int cli_run(int argc, char **argv)
 {
     const char *scenario = NULL, *timeline = NULL, *trace = NULL;
-    bool json = false, validate = false, breakdown = false, detail = false;
+    bool json = false, validate = false, breakdown = false, detail = false, force = false;
     double tokens = 0;
     const char *slo = NULL;
     struct mp_error err = { 0 };
@@ -44,6 +54,8 @@ int cli_run(int argc, char **argv)
             json = true;
         } else if (!strcmp(a, "--validate")) {
             validate = true;
+        } else if (!strcmp(a, "--force")) {
+            force = true;
         } else if (!strcmp(a, "--breakdown")) {
             breakdown = true;
         } else if (!strcmp(a, "--timeline-detail")) {
@@ -61,7 +73,7 @@ int cli_run(int argc, char **argv)
         } else if (a[0] == '-' && a[1]) {
             return cli_unknown_option("run", a, (const char *const[]){ "--set", "--json",
                                       "--timeline", "--trace", "--validate", "--tokens",
-                                      "--slo", "--breakdown", "--timeline-detail", "--help", NULL });
+                                      "--slo", "--breakdown", "--timeline-detail", "--force", "--help", NULL });
         } else if (scenario) {
             return cli_usage_error("run: one scenario at a time (extra argument '%s')", a);
         } else {
@@ -72,6 +84,8 @@ int cli_run(int argc, char **argv)
     if (detail && !timeline)
         return cli_usage_error("%s", "run: --timeline-detail says what --timeline OUT.csv writes; "
                                "give --timeline too");
+    const char *outs[] = { timeline, trace }, *flags[] = { "--timeline", "--trace" };
+    if (cli_check_outputs(outs, flags, 2, scenario)) return MP_ERR_INPUT;
 
     struct config cfg;
     if (cli_load_scenario(&cfg, scenario, argc, argv, &err)) return cli_fail(&err);
@@ -81,14 +95,14 @@ int cli_run(int argc, char **argv)
                                "%s has none", scenario);
     if (slo && serve_parse_slo(&cfg, slo, "--slo", &err)) return cli_fail(&err);
     /* [device_map] policy: generate the way Accelerate runs the placement. */
-    if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace);
+    if (cfg.device_map.policy != DEVMAP_NONE) return cli_devmap_run(&cfg, json, timeline, trace, force);
     /* An [inference] section (or any inference.* key) asks for serving. */
-    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace, detail);
+    if (cfg.inference.present) return cli_serve(&cfg, json, timeline, trace, detail, force);
 
     struct sim s;
     struct sim_options opts = { .record_memory = timeline || trace, .validate = validate,
                                 .token_budget = tokens, .breakdown = breakdown,
-                                .record_released = timeline != NULL };
+                                .record_released = timeline != NULL, .force = force };
     int rc = sim_run(&s, &cfg, &opts, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         /* A valid question with a "no" answer: say why, in the form asked
@@ -102,7 +116,7 @@ int cli_run(int argc, char **argv)
         }
         if (json) report_json(stdout, &s);
         else report_text(stdout, &s);
-        fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+        cli_infeasible(&err);
         sim_release(&s);
         return MP_ERR_INFEASIBLE;
     }

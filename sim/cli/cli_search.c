@@ -46,7 +46,11 @@ static const char search_usage_text[] =
     "  --tokens N           token budget for cost figures (default 1T)\n"
     "  --out OUT.csv        also write every simulated layout as a CSV row, in\n"
     "                       enumeration order, as `mpsim sweep` does (for `mpsim plot`)\n"
-    "  --quiet              no progress on stderr\n";
+    "  --quiet              no progress on stderr\n"
+    "  --force              simulate layouts past the work budget (mpsim run --help)\n"
+    "\n"
+    "Limits: --chips at most 16777216 (2^24, as tp x pp x dp), --top, --jobs,\n"
+    "--max-micro-batch and --max-vpp at most 10^7.\n";
 
 int cli_search(int argc, char **argv)
 {
@@ -65,6 +69,8 @@ int cli_search(int argc, char **argv)
             return MP_OK;
         } else if (!strcmp(a, "--quiet")) {
             opt.progress = NULL;
+        } else if (!strcmp(a, "--force")) {
+            opt.force = true;
         } else if (!strcmp(a, "--chips") || !strcmp(a, "--top") || !strcmp(a, "--jobs") ||
                    !strcmp(a, "--max-micro-batch") || !strcmp(a, "--max-vpp") ||
                    !strcmp(a, "--max-cp") || !strcmp(a, "--simulate")) {
@@ -72,12 +78,14 @@ int cli_search(int argc, char **argv)
                 free(fix);
                 return cli_usage_error("search: %s needs a value", a);
             }
-            if (units_parse_int(argv[++i], 1, 10000000, &n)) {
-                char what[160];
-                snprintf(what, sizeof what, "%s: expected a whole number ≥ 1, got '%.80s'", a,
-                         argv[i]);
+            long long max = !strcmp(a, "--chips") ? CONFIG_CHIPS_MAX : 10000000;
+            if (units_parse_int(argv[++i], 1, max, &n)) {
+                char q[128];
+                mp_quote(argv[i], strlen(argv[i]), 60, q, sizeof q);
+                mp_fail(&err, MP_ERR_INPUT, "search: %s: expected a whole number from 1 to %lld, "
+                        "got '%s'", a, max, q);
                 free(fix);
-                return cli_usage_error("search: %s", what);
+                return cli_fail(&err);
             }
             if (!strcmp(a, "--chips")) opt.chips = (int)n;
             else if (!strcmp(a, "--simulate")) opt.simulate = (int)n;
@@ -126,6 +134,11 @@ int cli_search(int argc, char **argv)
         }
     }
     opt.fix = fix;
+    const char *outs[] = { opt.out }, *flags[] = { "--out" };
+    if (scenario && cli_check_outputs(outs, flags, 1, scenario)) {
+        free(fix);
+        return MP_ERR_INPUT;
+    }
     struct config base;
     struct search_result res;
     if (!scenario)

@@ -19,13 +19,14 @@ static int write_output(const char *path, void (*writer)(FILE *, const struct se
 }
 
 int cli_serve(const struct config *cfg, int json, const char *timeline, const char *trace,
-              bool detail)
+              bool detail, bool force)
 {
     struct serve s;
     struct mp_error err = { 0 };
     /* Passes are recorded only when an output needs them: the default run
      * stays as fast as it was. */
-    int rc = serve_run_recorded(&s, cfg, timeline || trace, &err);
+    struct serve_options so = { .record = timeline || trace, .force = force };
+    int rc = serve_run_opts(&s, cfg, &so, &err);
     if (rc == MP_ERR_INFEASIBLE) {
         if (json) { /* a valid question with a "no" answer, in the form asked for */
             cJSON *o = cJSON_CreateObject();
@@ -37,7 +38,7 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
             cJSON_free(text);
             cJSON_Delete(o);
         }
-        fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
+        cli_infeasible(&err);
         serve_release(&s);
         return rc;
     }

@@ -48,11 +48,19 @@ static const char sweep_usage_text[] =
     "                     usd_per_mtok,step_time_s); tokens_per_s and mfu are better\n"
     "                     higher, every other column lower\n"
     "  --quiet            no progress on stderr (the closing summary stays)\n"
+    "  --force            run past the work budget (below)\n"
     "\n"
     "Progress goes to stderr: a bar when it is a terminal, else a line per 10%.\n"
     "Built with `make MPI=1`, `mpirun -n K mpsim sweep ...` deals the points over K\n"
     "ranks (--jobs threads each, default the node's cores / its ranks); rank 0 writes\n"
     "the same file as one process would (docs/sweeps.md).\n"
+    "Limits: at most 10^8 points and 32 --vary keys, 10^6 values per range. The work\n"
+    "is estimated first from up to 32 points spread over the grid (2 ms a point\n"
+    "plus 1 us an event, on --jobs threads); past an hour, or 4 GiB held at once,\n"
+    "the sweep stops before any point runs and says so, unless --force. A point\n"
+    "past its own budget is a row with the reason.\n"
+    "Interrupted (SIGINT, SIGTERM) or killed, a sweep keeps OUT.csv.partial for\n"
+    "--resume (exit 130 / 143).\n"
     "exit status: 0 done (infeasible points are rows, not failures); 2 bad input,\n"
     "before any point runs.\n";
 
@@ -77,9 +85,12 @@ static int check_column(const struct sweep_grid *g, bool serving, const char *na
         const char *full = g->axis[a].key->name;
         if (!strcmp(full, name) || !strcmp(strchr(full, '.') + 1, name)) return MP_OK;
     }
-    fprintf(stderr, "mpsim: %s: '%s' is not a column of this sweep; metrics are %s, "
-                    "or a varied key\n", flag, name, sweep_columns(serving));
-    return MP_ERR_INPUT;
+    struct mp_error err;
+    char q[128];
+    mp_quote(name, strlen(name), 60, q, sizeof q);
+    mp_fail(&err, MP_ERR_INPUT, "%s: '%s' is not a column of this sweep; metrics are %s, or a "
+            "varied key", flag, q, sweep_columns(serving));
+    return cli_fail(&err);
 }
 
 static int sweep_main(int argc, char **argv, int rank)
@@ -98,6 +109,8 @@ static int sweep_main(int argc, char **argv, int rank)
             opt.resume = true;
         } else if (!strcmp(a, "--quiet")) {
             quiet = true;
+        } else if (!strcmp(a, "--force")) {
+            opt.force = true;
         } else if (takes_value(a)) {
             if (i + 1 >= argc) return cli_usage_error("sweep: %s needs a value", a);
             const char *v = argv[++i];
@@ -138,6 +151,8 @@ static int sweep_main(int argc, char **argv, int rank)
         return cli_usage_error("%s", "sweep: which scenario? usage: mpsim sweep SCENARIO.ini "
                                      "--vary key=v1,v2 --out OUT.csv");
     if (!opt.out) return cli_usage_error("%s", "sweep: --out OUT.csv is required");
+    const char *outs[] = { opt.out }, *flags[] = { "--out" };
+    if (cli_check_outputs(outs, flags, 1, scenario)) return MP_ERR_INPUT;
 
     struct config base;
     if (cli_load_scenario(&base, scenario, argc, argv, &err)) return cli_fail(&err);

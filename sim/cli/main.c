@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "sim/io/outfile.h"
 
 #define MPSIM_VERSION "0.1.0"
 
@@ -105,6 +106,9 @@ static int finish(int rc)
 
 int main(int argc, char **argv)
 {
+    /* SIGINT, SIGTERM (and SIGHUP, SIGPIPE) remove half-written outputs and
+     * exit 128 + the signal (outfile.h); a sweep's partial file is kept. */
+    outfile_init_signals();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return MP_ERR_INPUT;

@@ -52,6 +52,12 @@ int tg_add(struct taskgraph *g, const struct op *op)
     assert(op->chip >= 0 && op->chip < g->n_chips);
     assert(op->stream < N_STREAMS);
     assert(op->duration >= 0 && op->latency >= 0 && op->latency <= op->duration);
+    g->wanted_ops++;
+    int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
+    if (g->over || g->n_ops >= cap) {
+        g->over = true;
+        return g->n_ops > 0 ? g->n_ops - 1 : 0;
+    }
     MP_GROW(g->ops, g->cap_ops, g->n_ops + 1);
     g->ops[g->n_ops] = *op;
     return g->n_ops++;
@@ -59,6 +65,10 @@ int tg_add(struct taskgraph *g, const struct op *op)
 
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n)
 {
+    if (g->over || (size_t)g->n_route + (size_t)n > INT32_MAX) {
+        g->over = true;
+        return tg_add(g, op);
+    }
     MP_GROW(g->route, g->cap_route, g->n_route + n);
     struct op o = *op;
     o.route_off = g->n_route;
@@ -77,6 +87,7 @@ void tg_add_ring(struct taskgraph *g, int first, int n, int steps)
 
 void tg_add_ring_chunked(struct taskgraph *g, int first, int n, int steps, int chunks)
 {
+    if (g->over) return;
     assert(!g->finalized && n >= 2 && steps >= 1 && first >= 0 && first + n <= g->n_ops);
     assert(chunks >= 1 && steps % chunks == 0);
     assert(g->n_rings == 0 || g->rings[g->n_rings - 1].first + g->rings[g->n_rings - 1].n <= first);
@@ -119,6 +130,10 @@ const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id)
 
 void tg_dep(struct taskgraph *g, int before, int after)
 {
+    if (g->over || g->n_edges == INT32_MAX) {
+        g->over = true;
+        return;
+    }
     assert(before >= 0 && before < g->n_ops && after >= 0 && after < g->n_ops);
     assert(before != after);
     if (g->n_edges == g->cap_edges) {
@@ -155,7 +170,7 @@ static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, in
 
 void tg_finalize(struct taskgraph *g)
 {
-    assert(!g->finalized);
+    assert(!g->finalized && !g->over);
     /* Successors: bucket edges by their source, then map edge ids to targets. */
     int32_t *edge_ids;
     bucket(g->n_edges, g->n_ops, g->edge_from, &g->succ_off, &edge_ids);

@@ -9,6 +9,7 @@
 #ifndef MPSIM_TASKGRAPH_H
 #define MPSIM_TASKGRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sim/common.h"
@@ -96,6 +97,14 @@ struct taskgraph {
     int32_t *edge_from, *edge_to; /* dependency edges as added */
     int n_edges, cap_edges;
     double *static_mem;       /* [n_chips × N_MEM_CATS] allocated at time 0 */
+    /* A cap on what is kept (issue 16): past `max_ops` ops (0: INT32_MAX,
+     * what an int32 op index can count) or INT32_MAX edges, further ops
+     * are only counted in `wanted_ops`, `over` is set, and tg_add returns a
+     * stand-in id; the builder runs to its end in O(its loops) without
+     * memory, and the caller reports the count instead of running. */
+    int max_ops;
+    long long wanted_ops;
+    bool over;
     struct tg_period *period; /* the declared steady state; NULL when none */
     /* Built by tg_finalize: */
     int32_t *succ_off, *succ;     /* CSR successor lists */
@@ -113,7 +122,8 @@ void tg_init(struct taskgraph *g, int n_chips, int n_links);
 void tg_release(struct taskgraph *g);
 
 /* Append an op; returns its index. Its position among the ops already on its
- * (chip, stream) is its place in that stream's order. */
+ * (chip, stream) is its place in that stream's order. Past the cap (above)
+ * it is only counted, and the index returned stands for no op. */
 int tg_add(struct taskgraph *g, const struct op *op);
 
 /* Append a transfer whose route is `links[0..n)`. */

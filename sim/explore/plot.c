@@ -2,6 +2,7 @@
 #include "plot.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,8 @@
 #include <unistd.h>
 
 #include <plplot.h>
+
+#include "sim/io/outfile.h"
 
 /* Our own colour map 0: background white, axes black, then eight line
  * colours that stay apart on white (Okabe–Ito plus two), red last for
@@ -86,6 +89,23 @@ static void build_series(const struct sweep_table *t, const int *rows, int n, in
 
 static double axis_value(double v, bool log) { return log ? log10(v) : v; }
 
+/* PLplot reports errors through plabort (and keeps going) or plexit; the
+ * first message is kept here, so that a chart PLplot could not draw is an
+ * error and never a file written with exit 0 (issue 16). PLplot keeps global
+ * state anyway: one plot at a time (plot.h). */
+static char pl_error[256];
+
+static void on_pl_abort(PLCHAR_VECTOR msg)
+{
+    if (!pl_error[0]) snprintf(pl_error, sizeof pl_error, "%s", msg ? msg : "?");
+}
+
+static int on_pl_exit(PLCHAR_VECTOR msg)
+{
+    on_pl_abort(msg);
+    return 0;
+}
+
 int plot_sweep(const struct sweep_table *t, const struct plot_options *opt,
                struct mp_error *err)
 {
@@ -123,6 +143,10 @@ int plot_sweep(const struct sweep_table *t, const struct plot_options *opt,
     double dx = x1 > x0 ? (x1 - x0) * 0.05 : fmax(fabs(x0) * 0.1, 1);
     double dy = y1 > y0 ? (y1 - y0) * 0.08 : fmax(fabs(y0) * 0.1, 1);
     x0 -= dx, x1 += dx, y0 -= dy, y1 += dy;
+    if (!isfinite(x0) || !isfinite(x1) || !isfinite(y0) || !isfinite(y1))
+        return mp_fail(err, MP_ERR_INPUT, "plot: %s or %s spans more than a double can hold "
+                       "with its margins (values near ±1.8e308): expected finite ranges, or "
+                       "--log", t->col[cx], t->col[cy]);
     if (!opt->log_y && y0 < 0 && y0 + dy >= 0) y0 = 0 - dy * 0.5;
 
     /* Lines: the distinct --by values in order of first appearance. */
@@ -149,13 +173,29 @@ int plot_sweep(const struct sweep_table *t, const struct plot_options *opt,
     }
     free(rows);
 
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp%d", opt->out, (int)getpid());
+    /* PLplot writes into memory (open_memstream; plend closes it), mpsim
+     * writes the file through outfile.h. PLplot's own messages go to a
+     * muted stderr while it draws: its errors come back as pl_error. */
+    char *image = NULL;
+    size_t image_len = 0;
+    FILE *mem = open_memstream(&image, &image_len);
+    if (!mem) {
+        for (int k = 0; k < n_series; k++) free(ser[k].x), free(ser[k].y);
+        free(ser);
+        return mp_fail(err, MP_ERR_INTERNAL, "plot: out of memory");
+    }
+    pl_error[0] = '\0';
+    fflush(stderr);
+    int saved_err = dup(STDERR_FILENO), null_fd = open("/dev/null", O_WRONLY);
+    if (saved_err >= 0 && null_fd >= 0) dup2(null_fd, STDERR_FILENO);
+    if (null_fd >= 0) close(null_fd);
+    plsabort(on_pl_abort);
+    plsexit(on_pl_exit);
     char geometry[64];
     snprintf(geometry, sizeof geometry, "%dx%d", opt->width > 0 ? opt->width : 1000,
              opt->height > 0 ? opt->height : 700);
     plsdev(dev);
-    plsfnam(tmp);
+    plsfile(mem);
     plsetopt("geometry", geometry);
     plscmap0(pal_r, pal_g, pal_b, N_COLS);
     plinit();
@@ -244,26 +284,35 @@ int plot_sweep(const struct sweep_table *t, const struct plot_options *opt,
         free(lopt), free(tcol), free(lcol), free(lsty), free(lwid), free(scol), free(ssca);
         free(snum), free(text), free(sym), free(labels);
     }
-    plend();
+    plend(); /* closes `mem`: image and image_len hold the file */
+    fflush(stderr);
+    if (saved_err >= 0) {
+        dup2(saved_err, STDERR_FILENO);
+        close(saved_err);
+    }
     for (int k = 0; k < n_series; k++) free(ser[k].x), free(ser[k].y);
     free(ser);
 
-    FILE *f = fopen(tmp, "rb");
-    long size = -1;
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        size = ftell(f);
-        fclose(f);
+    rc = MP_OK;
+    if (pl_error[0]) {
+        /* One line, whatever PLplot wrote. */
+        for (char *c = pl_error; *c; c++)
+            if (*c == '\n' || *c == '\r') *c = ' ';
+        rc = mp_fail(err, MP_ERR_INTERNAL, "%s: PLplot could not draw the chart (driver %s): %s; "
+                     "nothing written", opt->out, dev, pl_error);
+    } else if (image_len == 0) {
+        rc = mp_fail(err, MP_ERR_INTERNAL, "%s: PLplot wrote nothing (driver %s)", opt->out, dev);
+    } else {
+        struct outfile out;
+        rc = outfile_open(&out, opt->out, err);
+        if (!rc && fwrite(image, 1, image_len, out.f) != image_len) {
+            outfile_abort(&out);
+            rc = mp_fail(err, MP_ERR_INTERNAL, "%s: write failed, nothing written: %s",
+                         opt->out, strerror(errno));
+        } else if (!rc) {
+            rc = outfile_commit(&out, err);
+        }
     }
-    if (size <= 0) {
-        unlink(tmp);
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: PLplot wrote nothing (driver %s)", opt->out,
-                       dev);
-    }
-    if (rename(tmp, opt->out) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot write: %s", opt->out, strerror(e));
-    }
-    return MP_OK;
+    free(image);
+    return rc;
 }

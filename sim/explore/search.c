@@ -15,8 +15,10 @@
 #include "hardware/calib.h"
 #include "hardware/system.h"
 #include "models/model.h"
+#include "sim/io/outfile.h"
 #include "sim/strategy/offload.h"
 #include "sim/strategy/schedule.h"
+#include "sim/strategy/tensor.h"
 #include "sim/train/bound.h"
 #include "sim/train/cost.h"
 #include "sim/train/sim.h"
@@ -340,8 +342,7 @@ static void enumerate(struct enum_ctx *x)
     int max_mb = x->opt->max_micro_batch > 0 ? x->opt->max_micro_batch : 8;
     int fixed_pp = x->base->parallel.stage_layers.n;
     for (int tp = 1; tp <= N && tp <= x->sys->chips_per_node; tp *= 2) {
-        if (N % tp || (m->heads && m->heads % tp) || (m->kv_heads && m->kv_heads % tp && tp > m->kv_heads))
-            continue;
+        if (N % tp || !tensor_degree_ok(m, tp)) continue; /* one rule with the runner */
         for (int cp = 1; cp <= max_cp(x->opt, x->base) && cp <= N / tp; cp *= 2) {
             if ((N / tp) % cp || !cp_allowed(x->base, m, tp, cp)) continue;
             for (int pp = 1; pp <= N / tp / cp && pp <= m->decoders; pp++) {
@@ -504,7 +505,8 @@ static void *worker(void *arg)
 {
     struct pool *p = arg;
     struct sim *s = mp_xcalloc(1, sizeof *s);
-    struct sim_options so = { .token_budget = p->opt->token_budget, .inputs = p->inputs };
+    struct sim_options so = { .token_budget = p->opt->token_budget, .inputs = p->inputs,
+                              .force = p->opt->force };
     for (;;) {
         pthread_mutex_lock(&p->mu);
         int k = p->next++;
@@ -606,10 +608,7 @@ static int write_rows(FILE *f, const char *partial, const char *path, char **row
         remove(partial);
         return mp_fail(err, MP_ERR_INTERNAL, "--out %s: write failed: %s", partial, strerror(e));
     }
-    if (rename(partial, path) != 0)
-        return mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, path,
-                       strerror(errno));
-    return MP_OK;
+    return outfile_install(partial, path, err); /* a device or FIFO is written, not replaced */
 }
 
 /* The K-th best simulated metric among the fit (NAN while fewer than K fit). */
@@ -699,7 +698,7 @@ static int shared_load(struct shared *sh, const struct config *base, int chips,
     sh->loaded = 1;
     if ((rc = chip_catalog_load_default(&sh->cat, err))) return rc;
     sh->loaded = 2;
-    rc = config_resolve(base, base->hardware.system, "hardware/systems", ".ini", path, sizeof path,
+    rc = config_resolve_key(base, "hardware.system", "hardware/systems", ".ini", path, sizeof path,
                         err);
     if (!rc) rc = system_load(&sh->sys, path, base->hardware.nodes, chips, &sh->cat, err);
     if (rc) return rc;
@@ -726,6 +725,7 @@ int search_run(const struct config *base, const struct search_options *opt,
 
     char partial[1100];
     FILE *out = NULL;
+    int slot = -1; /* the partial file, removed if a signal stops the search */
     if (opt->out) {
         if (snprintf(partial, sizeof partial, "%s.partial", opt->out) >= (int)sizeof partial) {
             free_fixes(fix, n_fix);
@@ -736,6 +736,7 @@ int search_run(const struct config *base, const struct search_options *opt,
             return mp_fail(err, MP_ERR_INPUT, "--out %s: cannot write %s: %s", opt->out,
                            partial, strerror(errno));
         }
+        slot = outfile_register(partial, false);
     }
     struct shared sh;
     if ((rc = shared_load(&sh, base, opt->chips, err))) {
@@ -744,6 +745,7 @@ int search_run(const struct config *base, const struct search_options *opt,
         if (out) {
             fclose(out);
             remove(partial);
+            outfile_forget(slot);
         }
         return rc;
     }
@@ -866,6 +868,7 @@ int search_run(const struct config *base, const struct search_options *opt,
 
     if (opt->out) {
         rc = write_rows(out, partial, opt->out, p.row, n, err);
+        outfile_forget(slot);
         for (int i = 0; i < n; i++) free(p.row[i]);
         free(p.row);
     }

@@ -60,6 +60,7 @@ struct search_options {
      * (SEARCH_KEYS), SWEEP_METRIC_COLUMNS, feasible, reason. Written to
      * OUT.partial and renamed when whole. */
     const char *out;
+    bool force;           /* simulate layouts past the work budget (sim/io/budget.h) */
 };
 
 /* The layout keys search varies (and --fix accepts), as dotted names; the

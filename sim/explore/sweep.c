@@ -35,7 +35,11 @@
 #include "sim/serve/serve.h"
 #include "sim/train/sim.h"
 #include "sweep_mpi.h"
+#include "sim/io/budget.h"
+#include "sim/io/csv_reader.h"
+#include "sim/io/outfile.h"
 #include "sim/io/units.h"
+#include "sim/train/estimate.h"
 
 #define SLOTS_PER_JOB 64
 
@@ -231,12 +235,14 @@ char *sweep_row_tail(const struct sim *s, int rc, const struct mp_error *err, in
  * has figures: serve_run's infeasible answers (the model does not fit, a
  * request could never be admitted) come before any request is served. */
 static void sb_serve_tail(struct sbuf *b, const struct config *cfg, int rc,
-                          const struct mp_error *err, const char *best, double *metric)
+                          const struct mp_error *err, const char *best, bool force,
+                          double *metric)
 {
     struct serve *sv = mp_xmalloc(sizeof *sv);
     struct mp_error e2 = { 0 };
     if (!rc) {
-        rc = serve_run(sv, cfg, &e2);
+        struct serve_options so = { .force = force };
+        rc = serve_run_opts(sv, cfg, &so, &e2);
     } else {
         memset(sv, 0, sizeof *sv);
         e2 = *err;
@@ -298,16 +304,68 @@ static void run_point(const struct sweep_grid *g, const struct config *base,
     }
     out->metric = NAN;
     if (serving) {
-        sb_serve_tail(&b, &cfg, rc, &err, best, &out->metric);
+        sb_serve_tail(&b, &cfg, rc, &err, best, opt->force, &out->metric);
         out->row = b.p;
         return;
     }
-    struct sim_options so = { .token_budget = opt->token_budget };
+    struct sim_options so = { .token_budget = opt->token_budget, .force = opt->force };
     if (!rc) rc = sim_run(s, &cfg, &so, &err);
     sb_tail(&b, s, rc, &err, g->chips > 0 ? g->chips : (int)config_chips(&cfg)); /* tp × cp × pp × dp (issue 17) */
     if (rc == MP_OK) out->metric = result_metric(&s->res, best);
     sim_release(s); /* safe on a struct sim_run never touched: workers calloc it */
     out->row = b.p;
+}
+
+/* ---- the work ------------------------------------------------------------ */
+
+/* Events of one point: a training step's estimate (estimate.h, with its
+ * model, loaded once per file), or a serving run's walks (two events per
+ * microbatch pass of a prefill or a decode step, serve.h). */
+static double point_events(const struct config *cfg, bool serving, char *model_path,
+                           struct model *m, bool *have_model)
+{
+    if (serving) {
+        const struct config_inference *in = &cfg->inference;
+        return in->requests * (1 + 2.0 * (in->output_len + 1) / in->micro_batch);
+    }
+    if (cfg->model.kind != MODEL_TRANSFORMER) return sim_events_estimate(cfg, NULL, NULL);
+    char path[1024];
+    if (config_resolve(cfg, cfg->model.config, "models", ".json", path, sizeof path, NULL))
+        return 0; /* the point fails at once */
+    /* The cache key is the file and the family it is read as. */
+    size_t n = strlen(path);
+    snprintf(path + n, sizeof path - n, "\n%s", cfg->model.family);
+    if (!*have_model || strcmp(path, model_path) != 0) {
+        if (*have_model) model_release(m);
+        *have_model = model_load_config(m, cfg, NULL) == MP_OK;
+        snprintf(model_path, 1024, "%s", path);
+    }
+    return *have_model ? sim_events_estimate(cfg, m, NULL) : 0;
+}
+
+void sweep_estimate(const struct sweep_grid *g, const struct config *base, int jobs,
+                    struct work_estimate *w)
+{
+    memset(w, 0, sizeof *w);
+    w->points = (double)g->n_points;
+    w->jobs = jobs;
+    bool serving = sweep_grid_serving(g, base), have_model = false;
+    char model_path[1024] = "";
+    struct model m;
+    long long k_max = g->n_points < SWEEP_ESTIMATE_SAMPLES ? g->n_points : SWEEP_ESTIMATE_SAMPLES;
+    double sum = 0;
+    for (long long k = 0; k < k_max; k++) {
+        long long i = k_max > 1 ? k * (g->n_points - 1) / (k_max - 1) : 0;
+        struct config cfg;
+        if (sweep_grid_config(g, base, i, &cfg, NULL) || config_check(&cfg, NULL)) continue;
+        double e = point_events(&cfg, serving, model_path, &m, &have_model);
+        double chips = (double)config_chips(&cfg);
+        sum += e;
+        if (e > w->events) w->events = e;
+        if (chips > w->chips) w->chips = chips;
+    }
+    if (have_model) model_release(&m);
+    w->total_events = k_max > 0 ? sum / k_max * (double)g->n_points : 0;
 }
 
 /* ---- a list of configurations ------------------------------------------- */
@@ -381,33 +439,32 @@ static void best_offer(struct best *b, double v, long long index)
 /* What a sweep file already holds: its complete rows, checked against the
  * grid, and the byte offset just past the last of them. */
 struct held {
+    bool header;      /* the file has this sweep's whole header row */
     long long rows;
     long long feasible;
-    off_t keep;
+    off_t keep;       /* bytes of the header and the whole rows */
 };
 
-/* Read `path` (OUT.partial or OUT): the header must be this sweep's, and
- * row i's varied values must be point i's. A last line without its newline
- * was torn by a kill and is not counted. */
+/* Read `path` (OUT.partial or OUT) through the one CSV reader
+ * (sim/io/csv_reader.h): the header must be this sweep's, and row i's varied
+ * values must be point i's, with `feasible` true or false. A last row torn
+ * by a kill or a crash (no line break, a NUL from a block the disk never
+ * wrote, a quote never closed) is not counted and will be run again; the
+ * same damage before the last line is an error naming it. An empty file, or
+ * one whose header is torn, holds nothing (h->header false): the sweep
+ * starts over. */
 static int held_read(const char *path, const char *header, const char *columns,
                      const struct sweep_grid *g, const struct config *base, struct best *best, struct held *h,
                      struct mp_error *err)
 {
     memset(h, 0, sizeof *h);
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "--resume: cannot open %s: %s", path, strerror(errno));
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got = getline(&line, &cap, f);
-    int rc = MP_OK;
-    if (got < 0 || strcmp(line, header) != 0) {
-        rc = mp_fail(err, MP_ERR_INPUT,
-                     "--resume: %s was written by a different sweep (its header is not "
-                     "this one's: the --vary keys differ); run without --resume to start over",
-                     path);
-        goto out;
-    }
-    h->keep = (off_t)got;
+    struct csv_reader r;
+    struct mp_error e2;
+    int rc = csv_reader_open(&r, path, NULL, &e2);
+    if (rc) return mp_fail(err, rc, "--resume: %s", e2.msg);
+    char **want;
+    int n_want;
+    if (csv_split_line(header, strlen(header) - 1, &want, &n_want) != 0) abort(); /* ours */
     int derived = g->chips > 0 ? 1 : 0; /* the parallel.dp column of --chips */
     int ncols = g->n_axes + derived + 1;
     for (const char *c = columns; *c; c++) ncols += *c == ',';
@@ -423,55 +480,79 @@ static int held_read(const char *path, const char *header, const char *columns,
         }
     }
     int which[SWEEP_MAX_AXES];
-    while ((got = getline(&line, &cap, f)) > 0) {
-        if (line[got - 1] != '\n') break; /* torn by a kill */
+    struct csv_row row;
+    int got = 0;
+    while (!rc && (got = csv_reader_next(&r, &row, &e2)) > 0) {
+        if (!row.ended) break; /* torn by a kill */
+        if (!h->header) {
+            bool same = row.n == n_want;
+            for (int i = 0; same && i < n_want; i++) same = !strcmp(row.cell[i], want[i]);
+            if (!same)
+                rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s was written by a different sweep "
+                             "(its header is not this one's: the --vary keys differ); run "
+                             "without --resume to start over", path);
+            h->header = true;
+            h->keep = row.end;
+            continue;
+        }
         if (h->rows >= g->n_points) {
             rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s has more rows than the grid's %lld "
                          "points", path, g->n_points);
-            goto out;
+            break;
         }
-        char **field;
-        int nf;
-        if (sweep_csv_split(line, (size_t)got - 1, &field, &nf) || nf != ncols) {
-            if (nf >= 0 && field) sweep_values_free(field, nf);
-            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%lld: expected %d cells", path,
-                         h->rows + 2, ncols);
-            goto out;
+        if (row.n != ncols) {
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld: expected %d cells as in the "
+                         "header, got %d; run without --resume to start over", path, row.line,
+                         ncols, row.n);
+            break;
         }
         sweep_grid_point(g, h->rows, which);
         for (int a = 0; a < g->n_axes && !rc; a++)
-            if (strcmp(field[a], g->axis[a].values[which[a]]) != 0)
+            if (strcmp(row.cell[a], g->axis[a].values[which[a]]) != 0) {
+                char q[128];
+                mp_quote(row.cell[a], strlen(row.cell[a]), 60, q, sizeof q);
                 rc = mp_fail(err, MP_ERR_INPUT,
-                             "--resume: %s:%lld has %s=%s where this sweep's point %lld has %s; "
+                             "--resume: %s:%ld has %s=%s where this sweep's point %lld has %s; "
                              "the --vary values differ, run without --resume to start over",
-                             path, h->rows + 2, g->axis[a].key->name, field[a], h->rows + 1,
+                             path, row.line, g->axis[a].key->name, q, h->rows + 1,
                              g->axis[a].values[which[a]]);
+            }
         if (!rc && derived) {
             /* --chips N of another count gives other degrees. */
             struct config cfg;
-            struct mp_error e2;
-            char want[32] = "";
-            if (sweep_grid_config(g, base, h->rows, &cfg, &e2) == MP_OK)
-                snprintf(want, sizeof want, "%d", cfg.parallel.dp);
-            if (strcmp(field[g->n_axes], want) != 0)
-                rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%lld has parallel.dp=%s where "
+            struct mp_error e3;
+            char dp[32] = "";
+            if (sweep_grid_config(g, base, h->rows, &cfg, &e3) == MP_OK)
+                snprintf(dp, sizeof dp, "%d", cfg.parallel.dp);
+            if (strcmp(row.cell[g->n_axes], dp) != 0) {
+                char q[128];
+                mp_quote(row.cell[g->n_axes], strlen(row.cell[g->n_axes]), 60, q, sizeof q);
+                rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld has parallel.dp=%s where "
                              "--chips %d gives %s; run without --resume to start over", path,
-                             h->rows + 2, field[g->n_axes], g->chips, want[0] ? want : "none");
+                             row.line, q, g->chips, dp[0] ? dp : "none");
+            }
         }
-        if (!rc && !strcmp(field[ncols - 2], "true")) {
+        const char *feasible = row.cell[ncols - 2];
+        if (!rc && strcmp(feasible, "true") && strcmp(feasible, "false"))
+            rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s:%ld: column feasible: expected true "
+                         "or false, got something else; run without --resume to start over",
+                         path, row.line);
+        if (rc) break;
+        if (!strcmp(feasible, "true")) {
             h->feasible++;
             char *end;
-            double v = strtod(field[best_col], &end);
-            if (end != field[best_col] && !*end) best_offer(best, v, h->rows);
+            double v = strtod(row.cell[best_col], &end);
+            if (end != row.cell[best_col] && !*end) best_offer(best, v, h->rows);
         }
-        sweep_values_free(field, nf);
-        if (rc) goto out;
         h->rows++;
-        h->keep += (off_t)got;
+        h->keep = row.end;
     }
-out:
-    free(line);
-    fclose(f);
+    if (!rc && got < 0 && !csv_reader_at_end(&r))
+        rc = mp_fail(err, MP_ERR_INPUT, "--resume: %s; run without --resume to start over",
+                     e2.msg);
+    sweep_values_free(want, n_want);
+    csv_reader_close(&r);
+    if (!h->header) h->rows = h->feasible = 0, h->keep = 0;
     return rc;
 }
 
@@ -665,7 +746,7 @@ static int open_rows(const struct sweep_grid *g, const struct config *base,
     bool have_partial = stat(partial, &st) == 0;
     *f = NULL;
     memset(held, 0, sizeof *held);
-    if (opt->resume && !have_partial && stat(opt->out, &st) == 0) {
+    if (opt->resume && !have_partial && stat(opt->out, &st) == 0 && S_ISREG(st.st_mode)) {
         /* Finished before: nothing to run if it is this sweep, whole. */
         struct best b2 = *best;
         struct mp_error e2;
@@ -676,8 +757,10 @@ static int open_rows(const struct sweep_grid *g, const struct config *base,
         }
         memset(held, 0, sizeof *held);
     }
-    if (opt->resume && have_partial) {
-        if ((rc = held_read(partial, header, columns, g, base, best, held, err))) goto out;
+    if (opt->resume && have_partial &&
+        (rc = held_read(partial, header, columns, g, base, best, held, err)))
+        goto out;
+    if (opt->resume && have_partial && held->header) {
         if (truncate(partial, held->keep) != 0) {
             rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot cut the torn last row: %s", partial,
                          strerror(errno));
@@ -721,15 +804,27 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
 
     bool serving = sweep_grid_serving(g, base);
     const char *columns = sweep_columns(serving);
+    int jobs = opt->jobs;
+    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN) / sweep_mpi_local_size();
+    if (jobs < 1) jobs = 1;
+    /* The whole grid's work, before any file is touched. */
+    struct work_estimate work;
+    sweep_estimate(g, base, jobs * ranks, &work);
+    char what[96];
+    snprintf(what, sizeof what, "sweep of %lld points", g->n_points);
+    int budget_rc = work_check(&work, what, "fewer --vary values", opt->force, err);
+    if (budget_rc) return budget_rc;
     const char *metric = opt->best_metric ? opt->best_metric : "tokens_per_s";
     struct best best = { .metric = metric, .sense = sweep_metric_sense(metric), .value = NAN };
     struct held held = { 0 };
     FILE *f = NULL;
     int rc = MP_OK;
     long long start = g->n_points;
+    int keep_slot = -1; /* OUT.partial: kept, and named, if a signal stops the sweep */
     if (me == 0) {
         rc = open_rows(g, base, opt, partial, columns, serving, &best, &held, &f, err);
         if (f) start = held.rows;
+        if (f) keep_slot = outfile_register(partial, true);
     }
     /* Only rank 0 reads and writes files; the others learn from it where
      * to start, or that it failed before any point ran. */
@@ -746,9 +841,6 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     struct runner r = { .g = g, .base = base, .opt = opt, .best_metric = metric,
                         .serving = serving, .first = start + me, .stride = ranks };
     r.total = r.first < g->n_points ? (g->n_points - r.first + ranks - 1) / ranks : 0;
-    int jobs = opt->jobs;
-    if (jobs <= 0) jobs = (int)sysconf(_SC_NPROCESSORS_ONLN) / sweep_mpi_local_size();
-    if (jobs < 1) jobs = 1;
     if (jobs > r.total) jobs = (int)r.total;
     if (!runner_start(&r, jobs))
         rc = mp_fail(err, MP_ERR_INTERNAL, "sweep: cannot start a worker thread");
@@ -798,9 +890,8 @@ int sweep_run(const struct sweep_grid *g, const struct config *base,
     if (!rc && (fflush(f) != 0 || fsync(fileno(f)) != 0)) e = errno;
     if (fclose(f) != 0 && !e) e = errno;
     if (!rc && e) rc = write_fail(err, partial, e);
-    if (!rc && rename(partial, opt->out) != 0)
-        rc = mp_fail(err, MP_ERR_INTERNAL, "%s: cannot rename to %s: %s", partial, opt->out,
-                     strerror(errno));
+    if (!rc) rc = outfile_install(partial, opt->out, err);
+    outfile_forget(keep_slot);
     stats->wall_s = mp_wall_seconds() - t0;
     return rc;
 }

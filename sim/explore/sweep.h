@@ -136,7 +136,19 @@ struct sweep_options {
     FILE *progress;
     bool progress_tty;
     const char *best_metric;
+    /* Past the work budget (sim/io/budget.h: sweep_estimate) sweep_run stops
+     * before any point runs, and each point's own run past its budget is a
+     * row with the reason, unless `force`. */
+    bool force;
 };
+
+/* The grid's work: its points, the estimated events of its largest point and
+ * of all of them (sampled: at most SWEEP_ESTIMATE_SAMPLES points spread
+ * over the grid, scaled up), on `jobs` threads. */
+#define SWEEP_ESTIMATE_SAMPLES 32
+struct work_estimate;
+void sweep_estimate(const struct sweep_grid *g, const struct config *base, int jobs,
+                    struct work_estimate *w);
 
 struct sweep_stats {
     long long points;    /* in the grid */

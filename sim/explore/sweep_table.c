@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
+#include "sim/io/csv_reader.h"
 
 void sweep_values_free(char **values, int n)
 {
@@ -22,117 +22,61 @@ void sweep_values_free(char **values, int n)
 
 /* ---- parsing ------------------------------------------------------------- */
 
-struct collect {
-    char **cell;   /* the row being read */
-    int n, cap;
-    char ***rows;  /* finished rows */
-    int *width;
-    int n_rows, cap_rows, cap_width;
-};
-
-static void on_field(void *data, size_t len, void *ctx)
-{
-    struct collect *c = ctx;
-    char *s = mp_xmalloc(len + 1);
-    if (len) memcpy(s, data, len);
-    s[len] = '\0';
-    MP_GROW(c->cell, c->cap, c->n + 1);
-    c->cell[c->n++] = s;
-}
-
-static void on_row(int term, void *ctx)
-{
-    (void)term;
-    struct collect *c = ctx;
-    MP_GROW(c->rows, c->cap_rows, c->n_rows + 1);
-    MP_GROW(c->width, c->cap_width, c->n_rows + 1);
-    c->rows[c->n_rows] = c->cell;
-    c->width[c->n_rows++] = c->n;
-    c->cell = NULL;
-    c->n = c->cap = 0;
-}
-
-static void collect_free(struct collect *c)
-{
-    for (int r = 0; r < c->n_rows; r++) sweep_values_free(c->rows[r], c->width[r]);
-    sweep_values_free(c->cell, c->n);
-    free(c->rows);
-    free(c->width);
-}
-
-static int parse(const char *text, size_t len, struct collect *c)
-{
-    struct csv_parser p;
-    memset(c, 0, sizeof *c);
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI) != 0) return -1;
-    int bad = csv_parse(&p, text, len, on_field, on_row, c) != len;
-    if (!bad && csv_fini(&p, on_field, on_row, c) != 0) bad = 1;
-    csv_free(&p);
-    if (bad) {
-        collect_free(c);
-        return -1;
-    }
-    return 0;
-}
-
 int sweep_csv_split(const char *line, size_t len, char ***cells, int *n)
 {
-    struct collect c;
-    *cells = NULL;
-    *n = -1;
-    if (parse(line, len, &c)) return -1;
-    if (c.n_rows != 1) {
-        collect_free(&c);
-        return -1;
-    }
-    *cells = c.rows[0];
-    *n = c.width[0];
-    free(c.rows);
-    free(c.width);
-    return 0;
+    return csv_split_line(line, len, cells, n);
+}
+
+/* A row's cells, copied out of the reader's (which reuses them). */
+static char **copy_row(const struct csv_row *row)
+{
+    char **c = mp_xmalloc((size_t)(row->n ? row->n : 1) * sizeof *c);
+    for (int i = 0; i < row->n; i++) c[i] = mp_xstrdup(row->cell[i]);
+    return c;
 }
 
 int sweep_table_load(struct sweep_table *t, const char *path, struct mp_error *err)
 {
     memset(t, 0, sizeof *t);
-    FILE *f = fopen(path, "rb");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t len = 0, cap = 0, got;
-    do {
-        MP_GROW(text, cap, len + 65536);
-        got = fread(text + len, 1, cap - len, f);
-        len += got;
-    } while (got > 0);
-    int bad_read = ferror(f);
-    fclose(f);
-    if (bad_read) {
-        free(text);
-        return mp_fail(err, MP_ERR_INPUT, "%s: cannot read", path);
-    }
-    struct collect c;
-    int rc = parse(text, len, &c);
-    free(text);
-    if (rc) return mp_fail(err, MP_ERR_INPUT, "%s: not valid CSV", path);
-    if (c.n_rows == 0) {
-        collect_free(&c);
-        return mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row and rows", path);
-    }
-    for (int r = 1; r < c.n_rows; r++)
-        if (c.width[r] != c.width[0]) {
-            int w = c.width[r];
-            collect_free(&c);
-            return mp_fail(err, MP_ERR_INPUT, "%s:%d: %d cells, but the header has %d", path,
-                           r + 1, w, c.width[0]);
+    struct csv_reader r;
+    int rc = csv_reader_open(&r, path, NULL, err);
+    if (rc) return rc;
+    struct csv_row row;
+    int got = 0, cap = 0;
+    while ((got = csv_reader_next(&r, &row, err)) > 0) {
+        if (!t->col) {
+            /* The header: every name once, or --x, --by and the reader would
+             * silently take the first of two columns. */
+            for (int i = 0; i < row.n && !rc; i++)
+                for (int j = 0; j < i && !rc; j++)
+                    if (!strcmp(row.cell[i], row.cell[j])) {
+                        char q[128];
+                        mp_quote(row.cell[i], strlen(row.cell[i]), 60, q, sizeof q);
+                        rc = csv_reader_fail(&r, row.line, err, "header: column '%s' appears "
+                                             "twice (columns %d and %d): expected each name "
+                                             "once", q, j + 1, i + 1);
+                    }
+            if (rc) break;
+            t->col = copy_row(&row);
+            t->n_cols = row.n;
+            continue;
         }
-    t->col = c.rows[0];
-    t->n_cols = c.width[0];
-    t->n_rows = c.n_rows - 1;
-    t->cell = mp_xmalloc((size_t)(t->n_rows ? t->n_rows : 1) * sizeof *t->cell);
-    for (int r = 0; r < t->n_rows; r++) t->cell[r] = c.rows[r + 1];
-    free(c.rows);
-    free(c.width);
-    return MP_OK;
+        if (row.n != t->n_cols) {
+            rc = csv_reader_fail(&r, row.line, err, "%d cells, but the header has %d: expected "
+                                 "one cell per column%s", row.n, t->n_cols,
+                                 row.n > t->n_cols ? " (an unquoted comma?)" : "");
+            break;
+        }
+        MP_GROW(t->cell, cap, t->n_rows + 1);
+        t->cell[t->n_rows++] = copy_row(&row);
+    }
+    if (!rc && got < 0) rc = MP_ERR_INPUT;
+    if (!rc && !t->col) rc = mp_fail(err, MP_ERR_INPUT, "%s: empty; expected a header row and "
+                                     "rows", path);
+    csv_reader_close(&r);
+    if (!t->cell) t->cell = mp_xmalloc(sizeof *t->cell);
+    if (rc) sweep_table_release(t);
+    return rc;
 }
 
 void sweep_table_release(struct sweep_table *t)
@@ -186,7 +130,7 @@ double sweep_table_num(const struct sweep_table *t, int row, int col)
     while (isspace((unsigned char)*s)) s++;
     if (!*s) return NAN;
     double v = strtod(s, &end);
-    return end != s && !*end ? v : NAN;
+    return end != s && !*end && isfinite(v) ? v : NAN; /* no inf, nan or overflow */
 }
 
 bool sweep_table_feasible(const struct sweep_table *t, int row)

@@ -35,7 +35,7 @@
 /* Caps on durations and sizes, so that arithmetic on them cannot leave int64
  * picoseconds or lose whole bytes in a double: 10^6 s (11.6 days) for one op
  * and 2^60 bytes (1 EiB). Beyond them a value is a typo, not a machine. */
-#define DURATION_MAX ((mp_time)1000000 * MP_PS_PER_S)
+#define DURATION_MAX (1000000 * MP_PS_PER_S)
 #define SIZE_MAX_BYTES 0x1p60
 
 
@@ -207,9 +207,9 @@ static void describe(const struct config_key *k, char *buf, size_t size)
     case CONFIG_DOUBLE: {
         const char *what = k->type == CONFIG_INT ? "a whole number" : "a number";
         if (k->min > k->max) snprintf(buf, size, "%s", what);
-        else if (k->max >= INT_MAX) snprintf(buf, size, "%s ≥ %g", what, k->min);
         else if (k->max >= CONFIG_DEGREE_MAX)
             snprintf(buf, size, "%s ≥ %g (at most %.0f)", what, k->min, k->max);
+        else if (k->type == CONFIG_INT) snprintf(buf, size, "%s from %.0f to %.0f", what, k->min, k->max);
         else snprintf(buf, size, "%s from %g to %g", what, k->min, k->max);
         break;
     }
@@ -447,26 +447,32 @@ static int set_key(struct config *cfg, const struct config_key *k, const char *v
         }
     }
     if (ok) {
+        cfg->key_line[k - config_keys] = -1; /* config_load puts the line in */
         /* Any inference key turns the scenario into a serving one. */
         if (strncmp(k->name, "inference.", 10) == 0) cfg->inference.present = true;
         return MP_OK;
     }
 
-    char expect[256], prefix[CONFIG_STR + 32];
+    char expect[256], prefix[CONFIG_STR + 32], got[256];
     describe(k, expect, sizeof expect);
     where_prefix(prefix, sizeof prefix, where);
-    return mp_fail(err, MP_ERR_INPUT, "%skey %s: expected %s, got '%.*s'", prefix, k->name,
-                   expect, (int)(n > 200 ? 200 : n), value);
+    mp_quote(value, n, 120, got, sizeof got); /* one line, whatever --set held */
+    return mp_fail(err, MP_ERR_INPUT, "%skey %s: expected %s, got '%s'", prefix, k->name,
+                   expect, got);
 }
 
 void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
+    size_t nkeys = 0;
+    while (config_keys[nkeys].name) nkeys++;
+    assert(nkeys <= CONFIG_KEY_LINES && "raise CONFIG_KEY_LINES (config.h)");
     for (const struct config_key *k = config_keys; k->name; k++) {
         int rc = config_set_key(cfg, k->name, k->fallback, "default", NULL);
         assert(rc == MP_OK && "a default in config_keys[] does not parse");
         (void)rc;
     }
+    memset(cfg->key_line, 0, sizeof cfg->key_line); /* every key: its default */
     cfg->inference.present = false; /* defaults are not a request to serve */
     memset(cfg->key_given, 0, sizeof cfg->key_given); /* defaults are not given */
 }
@@ -492,10 +498,10 @@ int config_set(struct config *cfg, const char *assignment, const char *where,
     memcpy(key, s, (size_t)(e - s));
     key[e - s] = '\0';
     int rc = config_set_key(cfg, key, eq + 1, where, err);
-    /* An override no longer comes from the file's line. */
+    /* An override no longer comes from the file's line: the command line. */
     const struct config_key *k = config_find_key(key);
     if (!rc && k && (size_t)(k - config_keys) < CONFIG_KEY_LINES)
-        cfg->key_line[k - config_keys] = 0;
+        cfg->key_line[k - config_keys] = -1;
     return rc;
 }
 
@@ -758,6 +764,7 @@ static int loader_handle(void *user, const char *section, const char *name,
     ld->work.key_line[idx] = ld->line;
     int rc = config_set_key(&ld->work, k->name, value, where, ld->err);
     if (rc != MP_OK) return loader_fail(ld, rc);
+    ld->work.key_line[idx] = ld->line;
     return 1;
 }
 
@@ -818,6 +825,15 @@ int config_load(struct config *cfg, const char *path, struct mp_error *err)
     } else if (ld.err_line) {
         status = ld.status;
     }
+    /* A file that sets nothing (empty, or only comments and [section]
+     * lines) would silently run every default: llama3-8b on the textbook
+     * chip. It is almost always the wrong file, or one cut short. */
+    bool any = false;
+    for (size_t i = 0; i < nkeys && !any; i++) any = ld.key_line[i] != 0;
+    if (status == MP_OK && !any)
+        status = mp_fail(err, MP_ERR_INPUT, "%s: empty scenario: it sets no key (%d lines of "
+                         "comments and sections), so every default would run; expected at least "
+                         "one key = value in a [section] (mpsim list keys)", path, ld.nlines);
     if (status == MP_OK) *cfg = ld.work;
 
     fclose(ld.f);
@@ -925,4 +941,28 @@ int config_resolve(const struct config *cfg, const char *name, const char *subdi
     if (name[0] != '/' && !strchr(name, '/') && subdir && *subdir && ext && *ext)
         append_presets(msg, sizeof msg, name, subdir, ext);
     return mp_fail(err, MP_ERR_INPUT, "%s", msg);
+}
+
+void config_where(const struct config *cfg, const char *name, char *buf, size_t size)
+{
+    const struct config_key *k = config_find_key(name);
+    int line = k ? cfg->key_line[k - config_keys] : 0;
+    if (cfg->path[0] && line > 0) snprintf(buf, size, "%s:%d: key %s", cfg->path, line, name);
+    else if (cfg->path[0]) snprintf(buf, size, "%s: key %s (%s)", cfg->path, name,
+                                    line < 0 ? "from the command line" : "default");
+    else snprintf(buf, size, "key %s", name);
+}
+
+int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
+                       const char *ext, char *out, size_t size, struct mp_error *err)
+{
+    const struct config_key *k = config_find_key(name);
+    assert(k && k->type == CONFIG_STRING);
+    int rc = config_resolve(cfg, (const char *)cfield(cfg, k), subdir, ext, out, size, err);
+    if (rc) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, name, where, sizeof where);
+        mp_error_prefix(err, "%s: ", where);
+    }
+    return rc;
 }

@@ -33,11 +33,15 @@ enum recipe_kind { RECIPE_NONE, RECIPE_MEGATRON_2022, RECIPE_MEGATRON_CORE };
 
 #define CONFIG_STR 512
 /* Room for the line of each key (struct config key_line); more keys than
- * this is an assertion in config_load. */
+ * this is an assertion in config_defaults and config_load. */
 #define CONFIG_KEY_LINES 512
 
 /* Parallel degrees are capped so products of them stay far inside int. */
 #define CONFIG_DEGREE_MAX 1e6
+/* The most chips one layout may use (tp × pp × dp) and stage passes one
+ * step may have (pp × vpp × microbatches), config_check.c (issue 8). */
+#define CONFIG_CHIPS_MAX 16777216
+#define CONFIG_STAGE_PASSES_MAX 8388608
 
 /* A memory amount written either as a plain number, counting one
  * microbatch's stashed activations (M_B), or as a size with a unit (bytes):
@@ -214,9 +218,10 @@ struct config {
         int quantization;   /* enum config_devmap_quant */
     } device_map;
 
-    /* Line of the scenario file each key was read from, by its index in
-     * config_keys[] (0: a default or --set); for messages that name a
-     * key's line after loading (config_key_where). */
+    /* Where each key (by its index in config_keys[]) got its value: the
+     * scenario's line, 0 its default, -1 the command line (--set, --vary).
+     * Messages about a value found wrong later (an unknown schedule or
+     * system) name it with config_where or config_key_where. */
     int key_line[CONFIG_KEY_LINES];
 };
 
@@ -294,10 +299,22 @@ int config_check(const struct config *cfg, struct mp_error *err);
 int config_resolve(const struct config *cfg, const char *name, const char *subdir,
                    const char *ext, char *out, size_t size, struct mp_error *err);
 
+/* "FILE:LINE: key K" (from the scenario), "FILE: key K (from the command
+ * line)" or "FILE: key K (default)" for a message about key `name`'s
+ * value; without a file, no "FILE: ". */
+void config_where(const struct config *cfg, const char *name, char *buf, size_t size);
+
+/* config_resolve for the value of key `name` (a CONFIG_STRING key:
+ * model.config, hardware.system, experts.trace, inference.trace); a failure
+ * is prefixed with config_where, so it names the file, line and key. */
+int config_resolve_key(const struct config *cfg, const char *name, const char *subdir,
+                       const char *ext, char *out, size_t size, struct mp_error *err);
+
 /* Where key `key` was set, for a message: "FILE:LINE: key KEY" when the
  * scenario file set it, "FILE: key KEY" when a default or --set did (or
  * "scenario: key KEY" without a file). Returns buf. */
 const char *config_key_where(const struct config *cfg, const char *key, char *buf, size_t size);
+
 /* ---- training recipes (config_recipe.c, docs/recipes.md) ---------------- */
 
 /* Set a key's value without recording it as given (recipes use it). */

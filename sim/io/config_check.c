@@ -10,8 +10,8 @@
 #include "units.h"
 
 /* Bounds on what one run may ask for. */
-#define CHIPS_MAX 16777216.0
-#define STAGE_PASSES_MAX 8388608.0
+#define CHIPS_MAX ((double)CONFIG_CHIPS_MAX)
+#define STAGE_PASSES_MAX ((double)CONFIG_STAGE_PASSES_MAX)
 
 /* Context parallelism and uneven stages (branch context, issue 17): what
  * can be told before the model and the system are read. The model's checks

@@ -51,6 +51,12 @@ struct accel_setup {
     bool has_cat, has_sys, has_model, has_tree, has_map;
     int gpus;                 /* chips of one node: Accelerate's visible GPUs */
     char model_path[1024];
+    /* Issue 16: accel_generate estimates its work (forwards × modules, the
+     * rows it records) and refuses past the budget (sim/io/budget.h) unless
+     * the caller sets `force` (--force) after accel_setup; `budget_events`
+     * > 0 sets a smaller one (the value fuzzer). */
+    bool force;
+    double budget_events;
 };
 
 /* Load model and system of `cfg` (device_map.* keys, model.weight_bits) and

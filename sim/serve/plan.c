@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hardware/system.h"
+#include "sim/strategy/tensor.h"
 
 static void layer_cost(const struct model *m, int layer, const struct plan_params *p,
                        struct layer_cost *lc)
@@ -258,12 +259,15 @@ int plan_run(struct plan_run *r, const struct config *cfg, struct mp_error *err)
     char path[1024];
     if ((rc = model_load_config(&r->model, cfg, err))) return rc;
     r->has_model = true;
+    char where[CONFIG_STR + 128];
+    config_where(cfg, "parallel.tp", where, sizeof where);
+    if ((rc = tensor_check_degree(&r->model, cfg->parallel.tp, where, err))) return rc;
 
     /* Only the chip matters for placement; the system is loaded for it. */
     struct chip_catalog cat;
     if ((rc = chip_catalog_load_default(&cat, err))) return rc;
     struct system sys;
-    rc = config_resolve(cfg, cfg->hardware.system, "hardware/systems", ".ini", path,
+    rc = config_resolve_key(cfg, "hardware.system", "hardware/systems", ".ini", path,
                         sizeof path, err);
     if (!rc) rc = system_load(&sys, path, 0, 1, &cat, err);
     chip_catalog_release(&cat);

@@ -10,6 +10,8 @@
  * (serve_sched.c); the router sends arrivals to replicas (serve_router.c). */
 #include "serve_impl.h"
 
+#include "sim/io/budget.h"
+
 #include <assert.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_randist.h>
@@ -343,7 +345,7 @@ static void finish(struct serve *s, int k, struct serve_request *r, mp_time now)
         double think = 0;
         if (s->cfg.inference.think_time > 0)
             think = gsl_ran_exponential(s->rng, (double)s->cfg.inference.think_time);
-        n->arrival = now + (mp_time)llround(think);
+        n->arrival = mp_time_add(now, mp_time_from_ps(think));
         n->pending = false;
         serve_schedule(s, n->arrival, EV_ARRIVAL, r->next);
     }
@@ -544,6 +546,11 @@ static void handle(void *ctx, const struct eventq_event *ev)
     struct serve *s = ctx;
     int kind = (int)(ev->data & ((1 << EV_SHIFT) - 1)), id = (int)(ev->data >> EV_SHIFT);
     mp_time now = ev->time;
+    if (now > SERVE_CLOCK_MAX) {
+        s->clock_overflow = true;
+        eventq_stop(&s->q);
+        return;
+    }
     s->now = now;
     bool last = false, multi = false;
     int g = -1;
@@ -605,6 +612,79 @@ static void handle(void *ctx, const struct eventq_event *ev)
 
 /* ---- the front door ----------------------------------------------------- */
 
+/* The longest walk any pass can take down the chain: every stage at a full
+ * token budget, every request at the full context, plus every hop; at most
+ * SERVE_WALK_MAX (serve_impl.h), or the inputs behind it are named. Stage
+ * and hop times grow with tokens, pairs and context, so this bounds them. */
+static int check_walk(const struct serve *s, struct mp_error *err)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    double mb = in->micro_batch, T = in->token_budget > mb ? in->token_budget : mb;
+    double ctx = in->context_len;
+    /* An upper bound of any pass: every token a prompt token after a full
+     * context, every member also decoding one at a full context. */
+    struct kernel_batch b = { .tokens = T, .emits = mb, .items = mb, .decode = mb,
+                              .decode_ctx = mb * ctx, .prefill_tokens = T,
+                              .prefill_pairs = T * ctx, .prefill_items = mb,
+                              .decode_ctx_win = mb * ctx, .prefill_pairs_win = T * ctx };
+    mp_time walk = 0;
+    for (int j = 0; j < s->n_priced; j++) walk = mp_time_add(walk, serve_batch_time(s, j, &b));
+    /* Every hop of every replica: more than one walk takes, an upper bound. */
+    for (int g = 0; g < s->stages; g++) walk = mp_time_add(walk, serve_hop_time(s, g, (int)T));
+    if (walk <= SERVE_WALK_MAX) return MP_OK;
+    char chip[512], sys[512];
+    chip_describe(&s->pr.chip, chip, sizeof chip);
+    system_describe(&s->sys, sys, sizeof sys);
+    return mp_fail(err, MP_ERR_INPUT, "%s: one pass down the %d stages at inference.token_budget "
+                   "= %d tokens and inference.context_len = %d could take 2^60 ps (13 days) or "
+                   "more, past what mpsim counts; it comes from %s and %s: expected a faster "
+                   "chip or links, or a smaller token_budget or context_len",
+                   s->cfg.path[0] ? s->cfg.path : "scenario", s->stages, in->token_budget,
+                   in->context_len, chip, sys);
+}
+
+/* The work of serving `n` requests of about `prompt` and `output` tokens
+ * (issue 16): a walk per microbatch pass (a prefill chunk or a decode step),
+ * two events each in the walk-at-a-time loop and
+ * a pass record per stage when a timeline is kept; the requests themselves
+ * are held. Checked before the requests are drawn, or once a trace is read. */
+static int check_work(const struct serve *s, double n, double prompt, double output,
+                      struct mp_error *err)
+{
+    const struct config_inference *in = &s->cfg.inference;
+    double chunks = in->chunked_prefill ? ceil(prompt / in->token_budget) : 1;
+    /* An upper bound: every pass carries at least one request's token, and
+     * how many it carries depends on arrivals and slots (one slot with slow
+     * arrivals decodes one request at a time whatever micro_batch says). */
+    double walks = n * (output + (chunks < 1 ? 1 : chunks));
+    /* Each slot's member list has room for a whole microbatch (serve_mb),
+     * however few the requests, and each stage a queue of every slot. */
+    double members = serve_mb(s), slots = s->slots;
+    struct work_estimate w = { .events = n + 2 * walks, .held = n,
+                               .bytes = 4 * slots * (members + s->stages) };
+    if (s->rec) {
+        /* A pass and a hand-off recorded per stage, and as many rows out. */
+        w.held += 2 * walks * s->stages;
+        w.events += 2 * walks * s->stages;
+    }
+    char what[CONFIG_STR + 128];
+    snprintf(what, sizeof what, "%s: serving %.0f requests of about %.0f + %.0f tokens (up to "
+             "%.3g passes)", s->cfg.path[0] ? s->cfg.path : "scenario", n, prompt, output, walks);
+    if (!s->force && s->budget_events > 0 &&
+        w.events + w.bytes / WORK_BYTES_PER_EVENT > s->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %.3g events, past this run's budget of %.0f", what,
+                       w.events, s->budget_events);
+    return work_check(&w, what, "lower inference.requests", s->force, err);
+}
+
+/* A length's mean under its distribution (serve_workload.c draws them). */
+static double mean_len(int dist, int len, int min, int max, double sigma)
+{
+    if (dist == DIST_FIXED) return len; /* min and max bound the other two only */
+    double v = dist == DIST_UNIFORM ? (min + (double)max) / 2 : len * exp(sigma * sigma / 2);
+    return v > max ? max : v < min ? min : v;
+}
+
 static int setup(struct serve *s, struct mp_error *err)
 {
     const struct config *c = &s->cfg;
@@ -614,6 +694,7 @@ static int setup(struct serve *s, struct mp_error *err)
     if ((rc = serve_layout_build(s, err))) return rc;
     if ((rc = serve_price_layers(s, err))) return rc;
     serve_build_hops(s);
+    if ((rc = check_walk(s, err))) return rc;
     if ((rc = serve_spec_setup(s, err))) return rc;
     if ((rc = serve_kv_setup(s, err))) return rc;
     struct serve_result *r = &s->res;
@@ -622,9 +703,24 @@ static int setup(struct serve *s, struct mp_error *err)
     r->micro_batch = serve_mb(s);
     r->replicas = s->replicas;
     r->pools = s->n_pools;
+    const struct config_inference *in = &c->inference;
+    int ctx = in->context_len;
+    if (in->arrivals != ARRIVALS_TRACE &&
+        (rc = check_work(s, in->requests,
+                         mean_len(in->prompt_dist, in->prompt_len, in->prompt_min,
+                                  serve_dist_max(in->prompt_max, ctx - 1), in->prompt_sigma),
+                         mean_len(in->output_dist, in->output_len, in->output_min,
+                                  serve_dist_max(in->output_max, ctx - 1), in->output_sigma),
+                         err)))
+        return rc;
     rc = c->inference.arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err)
                                                  : serve_poisson_requests(s, err);
     if (rc) return rc;
+    if (in->arrivals == ARRIVALS_TRACE) {
+        double prompt = 0, output = 0;
+        for (int i = 0; i < s->n_req; i++) prompt += s->req[i].prompt, output += s->req[i].output;
+        if ((rc = check_work(s, s->n_req, prompt / s->n_req, output / s->n_req, err))) return rc;
+    }
     r->requests = s->n_req;
     /* A request that cannot fit even alone would wait for ever. */
     if (c->inference.kv_cache == KV_RESERVE)
@@ -665,10 +761,12 @@ int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err)
 
 /* One run; `events` forces one event per stage pass and hop. */
 static int run_mode(struct serve *s, const struct config *cfg, bool record, bool events,
-                    struct mp_error *err)
+                    const struct serve_options *o, struct mp_error *err)
 {
     memset(s, 0, sizeof *s);
     s->cfg = *cfg;
+    s->force = o->force;
+    s->budget_events = o->budget_events;
     if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);
@@ -701,7 +799,8 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     if (!record && !events && serve_fast_applies(s)) serve_fast_init(s);
     if (s->fast) {
         serve_fast_run(s);
-        if (serve_fast_tied(s->fast)) return MP_OK; /* serve_run_recorded starts over */
+        if (!s->clock_overflow && serve_fast_tied(s->fast))
+            return MP_OK; /* serve_run_recorded starts over */
     } else {
         /* All arrivals go in up front: the heap holds them, and the loop
          * stays free of allocation. Later turns of a session arrive when
@@ -711,6 +810,15 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
         if (s->cfg.inference.horizon > 0) serve_schedule(s, s->cfg.inference.horizon, EV_HORIZON, 0);
         eventq_run(&s->q, handle, s);
     }
+    if (s->clock_overflow) {
+        char chip[512];
+        chip_describe(&s->pr.chip, chip, sizeof chip);
+        return mp_fail(err, MP_ERR_INPUT, "%s: the serving run's simulated clock passed 2^61 ps "
+                       "(27 days) after %.0f s with %d of %d requests done, past what mpsim "
+                       "counts: expected fewer, shorter or more frequent requests (inference.requests, "
+                       "output_len, rate) or a faster %s", s->cfg.path[0] ? s->cfg.path
+                       : "scenario", mp_seconds(s->now), s->res.completed, s->n_req, chip);
+    }
     serve_fold(s);
     return MP_OK;
 }
@@ -718,11 +826,19 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
 int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
                        struct mp_error *err)
 {
+    struct serve_options o = { .record = record };
+    return serve_run_opts(s, cfg, &o, err);
+}
+
+int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve_options *o,
+                   struct mp_error *err)
+{
     double t0 = mp_wall_seconds();
-    int rc = run_mode(s, cfg, record, false, err);
+    bool record = o->record;
+    int rc = run_mode(s, cfg, record, false, o, err);
     if (!rc && s->fast && serve_fast_tied(s->fast)) {
         serve_release(s);
-        rc = run_mode(s, cfg, record, true, err);
+        rc = run_mode(s, cfg, record, true, o, err);
     }
     if (!rc) s->res.sim_wall_s = mp_wall_seconds() - t0;
     return rc;

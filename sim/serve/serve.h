@@ -314,6 +314,9 @@ struct serve {
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
+    bool clock_overflow;       /* the clock passed SERVE_CLOCK_MAX: the run stopped */
+    bool force;                /* run past the work budget (serve_options) */
+    double budget_events;      /* serve_options.budget_events */
     gsl_rng *rng;              /* the run's draws during serving (speculation, think times) */
     struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
     const struct serve_scheduler *sched; /* inference.scheduler's entry (serve_sched.c) */
@@ -328,6 +331,16 @@ int serve_run(struct serve *s, const struct config *cfg, struct mp_error *err);
  * for serve_timeline_csv and serve_chrome_trace. Same results either way. */
 int serve_run_recorded(struct serve *s, const struct config *cfg, bool record,
                        struct mp_error *err);
+/* The same with options: `record` as above; past the work budget
+ * (sim/io/budget.h: the requests' walks estimated before they are drawn, or
+ * counted once a trace is read) MP_ERR_INPUT with the estimate unless
+ * `force`. serve_run and serve_run_recorded never force. */
+struct serve_options {
+    bool record, force;
+    double budget_events; /* > 0: a smaller budget than the default (the value fuzzer) */
+};
+int serve_run_opts(struct serve *s, const struct config *cfg, const struct serve_options *o,
+                   struct mp_error *err);
 void serve_release(struct serve *s);
 
 /* serve_trace.c: the run as a timeline CSV (the format of report.h's

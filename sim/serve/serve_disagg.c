@@ -53,7 +53,7 @@ void serve_disagg_send(struct serve *s, struct serve_request *r, mp_time now)
             if (s->link_free[buf[i]] > start) start = s->link_free[buf[i]];
             if (s->sys.links[buf[i]].bw < bw) bw = s->sys.links[buf[i]].bw;
         }
-        mp_time ser = isinf(bw) ? 0 : (mp_time)llround(bytes / bw * 1e12);
+        mp_time ser = isinf(bw) ? 0 : mp_time_from_ps(bytes / bw * 1e12);
         for (int i = 0; i < len; i++) s->link_free[buf[i]] = start + ser;
         if (buf != stack) free(buf);
         if (start + ser + lat > arrive) arrive = start + ser + lat;

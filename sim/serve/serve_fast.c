@@ -508,7 +508,7 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
             int st = 0;
             while (f->hcls[st] != c) st++;
             double bw = s->hop_bw[st];
-            f->ser_of[c] = isinf(bw) ? 0 : (mp_time)llround(b / bw * 1e12);
+            f->ser_of[c] = isinf(bw) ? 0 : mp_time_from_ps(b / bw * 1e12);
         }
         f->ser_tokens = sl->b.tokens;
     }
@@ -724,6 +724,10 @@ void serve_fast_run(struct serve *s)
         if (!slot && next >= s->n_req) break;
         mp_time now = slot ? top->t : ta;
         if (H > 0 && now > H) break;
+        if (now > SERVE_CLOCK_MAX) {
+            s->clock_overflow = true;
+            return;
+        }
         s->now = now;
         f->events++;
         if (!slot) {

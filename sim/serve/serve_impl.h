@@ -16,6 +16,14 @@
 /* Small counts (emitted tokens of a pass) the fast loop tabulates. */
 #define POW_TAB 64
 
+/* Bounds that keep every time the serving loops form inside int64 ps: one
+ * pass's walk down every stage and hop (its stage times at a full token
+ * budget and context) is at most SERVE_WALK_MAX (2^60 ps, 13 days), checked
+ * before the run; the clock at most SERVE_CLOCK_MAX (2^61 ps, 27 days),
+ * checked at every event. A clock plus a few walks then stays below 2^63. */
+#define SERVE_WALK_MAX (MP_TIME_HUGE / 4)
+#define SERVE_CLOCK_MAX (MP_TIME_HUGE / 2)
+
 /* What makes two layers price the same (serve_fast.c groups stages by it). */
 struct serve_layer {
     int layer;               /* index in the model */

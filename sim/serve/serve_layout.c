@@ -33,6 +33,7 @@
  * not modelled). Its experts receive T × top-k / ep assignments (uniform
  * routing). */
 #include "serve_impl.h"
+#include "sim/io/budget.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -193,8 +194,8 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
 
     /* The system's node size first, then every group placed. */
     char path[1024];
-    if ((rc = config_resolve(c, c->hardware.system, "hardware/systems", ".ini", path,
-                             sizeof path, err)))
+    if ((rc = config_resolve_key(c, "hardware.system", "hardware/systems", ".ini", path,
+                                 sizeof path, err)))
         return rc;
     struct system probe;
     if ((rc = system_load(&probe, path, 0, 1, &s->catalog, err))) return rc;
@@ -211,8 +212,18 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
     if (need > cap) {
         const struct serve_pool *P = &s->pool[0];
         char at[CONFIG_STR + 96];
-        int fit = 0;
-        while (fit < P->replicas && chips_needed(s, cpn, fit + 1) <= cap) fit++;
+        /* The most replicas that fit, by bisection (chips_needed grows with
+         * them): one by one was quadratic, minutes for 10^6 replicas (issue
+         * 16; the value fuzzer found it). A replica takes at least its
+         * stages × width chips, which bounds the search. */
+        long long per = (long long)P->stages * P->width;
+        int lo = 0, hi = (int)(P->replicas < cap / per + 1 ? P->replicas : cap / per + 1);
+        while (lo < hi) {
+            int mid = lo + (hi - lo + 1) / 2;
+            if (chips_needed(s, cpn, mid) <= cap) lo = mid;
+            else hi = mid - 1;
+        }
+        int fit = lo;
         const char *key = s->n_pools == 2 ? "inference.prefill_replicas" : "inference.replicas";
         return mp_fail(err, MP_ERR_INPUT,
                        "%s = %d: %d replica%s of %d stage%s × %d chips (tp %d, pp %d, ep %d)%s "
@@ -225,8 +236,18 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
                        c->hardware.nodes > 0 ? "hardware.nodes" : "one node, no scale-out fabric",
                        fit, fit == 1 ? "" : "s");
     }
-    if ((rc = system_load(&s->sys, path, c->hardware.nodes, need, &s->catalog, err))) return rc;
+    if ((rc = system_plan(&s->sys, path, c->hardware.nodes, need, &s->catalog, err))) return rc;
     s->has_sys = true;
+    /* The system's own size (hardware.nodes may ask for millions of chips)
+     * against the work budget before its links are laid out (issue 16). */
+    struct work_estimate sys_work = { .chips = s->sys.n_chips };
+    if (!s->force && s->budget_events > 0 && s->sys.n_chips > s->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget of "
+                       "%.0f", c->path[0] ? c->path : "scenario", s->sys.n_chips, s->budget_events);
+    if ((rc = work_check(&sys_work, c->path[0] ? c->path : "scenario", "lower hardware.nodes",
+                         s->force, err)))
+        return rc;
+    system_build(&s->sys);
 
     /* Replicas, stages and slots, numbered globally. */
     s->replicas = 0;
@@ -367,10 +388,11 @@ static mp_time comm_compute(struct serve *s, int g, double T, double E, int *n_a
         /* parallel.sp: each all-reduce becomes a reduce-scatter after the
          * block and an all-gather before the next (the same bytes). */
         if (s->cfg.parallel.sp)
-            t += (mp_time)ars * (coll(s, COLL_REDUCE_SCATTER, chip0, P->tp, bytes) +
-                                 coll(s, COLL_ALL_GATHER, chip0, P->tp, bytes));
+            t = mp_time_add(t, mp_time_mul(mp_time_add(coll(s, COLL_REDUCE_SCATTER, chip0, P->tp, bytes),
+                                                       coll(s, COLL_ALL_GATHER, chip0, P->tp, bytes)),
+                                           ars));
         else
-            t += (mp_time)ars * coll(s, COLL_ALL_REDUCE, chip0, P->tp, bytes);
+            t = mp_time_add(t, mp_time_mul(coll(s, COLL_ALL_REDUCE, chip0, P->tp, bytes), ars));
         if (ps->last == m->n_layers - 1 && E > 0)
             t += coll(s, COLL_ALL_GATHER, chip0, P->tp, E * m->vocab * A);
     } else {
@@ -395,7 +417,7 @@ static mp_time comm_compute(struct serve *s, int g, double T, double E, int *n_a
         mp_time d = experts_a2a_time(&s->sys, chips, n, share, T * k * m->hidden * disp / 8.0, k,
                                      D, algo);
         mp_time cb = experts_a2a_time(&s->sys, chips, n, share, T * k * m->hidden * A, k, D, algo);
-        t += (mp_time)moe * (d + cb);
+        t = mp_time_add(t, mp_time_mul(mp_time_add(d, cb), moe));
     }
     if (n_ar) *n_ar = ars;
     if (ar_bytes) *ar_bytes = P->tp > 1 ? bytes : 0;
@@ -440,9 +462,10 @@ mp_time serve_pass_time(struct serve *s, int g, const struct serve_slot *sl)
          * own host links, before the pass. */
         const struct plan_stage *ps = serve_plan_stage(s, g);
         const struct system_host *h = &s->sys.host;
-        d += h->link_latency + (mp_time)llround(sl->swap_tokens *
-                                                (ps->kv_per_token + ps->kv_window_per_token) /
-                                                h->link_bw * 1e12);
+        d = mp_time_add(d, mp_time_add(h->link_latency,
+                                       mp_time_from_ps(sl->swap_tokens *
+                                                       (ps->kv_per_token + ps->kv_window_per_token) /
+                                                       h->link_bw * 1e12)));
     }
     if (sl->spec_items > 0 && g == s->rep[s->stage_rep[g]].stage0)
         d += serve_spec_draft_time(s, sl->spec_items, sl->spec_ctx);

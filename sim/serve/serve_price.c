@@ -287,8 +287,7 @@ mp_time serve_expert_time(const struct serve *s, int stage, double assignments)
         t += c.busy + c.launch;
     }
     t *= moe; /* every MoE layer of the stage routes the same copies */
-    double ps = t * 1e12;
-    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    return mp_time_from_s(t); /* saturates (sim/common.h) */
 }
 
 /* The batch's fields kernels_serve_attention reads. */
@@ -361,8 +360,7 @@ mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_b
      * (an overlap scheduler), one pass at a time: stage 0 takes at least
      * that long per pass (every replica's first stage). */
     if (p->first[stage] && p->calib.host_s > t) t = p->calib.host_s;
-    double ps = t * 1e12;
-    mp_time d = ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    mp_time d = mp_time_from_s(t); /* saturates; the serving walk bound names the inputs */
     if (e) {
         attn_key(b, e->key);
         e->emits = b->emits;
@@ -406,7 +404,7 @@ mp_time serve_hop_time(const struct serve *s, int stage, int tokens)
 {
     /* A one-stage replica has no hop: latency 0, bandwidth infinite. */
     double b = serve_hop_bytes(s, stage, tokens);
-    return s->hop[stage] + (isinf(s->hop_bw[stage]) ? 0 : (mp_time)llround(b / s->hop_bw[stage] * 1e12));
+    return mp_time_add(s->hop[stage], isinf(s->hop_bw[stage]) ? 0 : mp_time_from_ps(b / s->hop_bw[stage] * 1e12));
 }
 
 /* Routes of the hand-offs: s → s+1, and the last stage's return hop, priced

@@ -204,14 +204,15 @@ void serve_report_text(FILE *f, const struct serve *s)
     quant_line(f, "latency", r->e2e);
     if (!old) feature_lines(f, s);
     if (old)
-        fprintf(f, "in flight   max %d (seats: %d microbatches × %d = %d), mean %.1f; waiting max "
+        fprintf(f, "in flight   max %d (seats: %d microbatches × %d = %lld), mean %.1f; waiting max "
                    "%d; in system mean %.1f\n", r->max_inflight, r->slots, r->micro_batch,
-                r->slots * r->micro_batch, r->mean_inflight, r->max_waiting, r->mean_in_system);
-    else
-        fprintf(f, "in flight   max %d (seats: %d slot%s × %d = %d over all replicas), mean %.1f; "
-                   "waiting max %d; in system mean %.1f\n", r->max_inflight, s->slots,
-                s->slots == 1 ? "" : "s", r->micro_batch, s->slots * r->micro_batch, r->mean_inflight, r->max_waiting,
+                (long long)r->slots * r->micro_batch, r->mean_inflight, r->max_waiting,
                 r->mean_in_system);
+    else
+        fprintf(f, "in flight   max %d (seats: %d slot%s × %d = %lld over all replicas), mean %.1f; "
+                   "waiting max %d; in system mean %.1f\n", r->max_inflight, s->slots,
+                s->slots == 1 ? "" : "s", r->micro_batch, (long long)s->slots * r->micro_batch,
+                r->mean_inflight, r->max_waiting, r->mean_in_system);
     fprintf(f, "KV          peak %.2f GB over all chips; fullest chip at %.1f%% of its free "
                "memory; %llu admissions waited for memory\n", r->kv_peak_bytes / 1e9,
             100 * r->kv_peak_fraction, (unsigned long long)r->kv_blocked);

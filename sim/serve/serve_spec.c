@@ -201,7 +201,7 @@ mp_time serve_spec_draft_time(struct serve *s, double items, double ctx)
                                 .algo = (enum coll_algo)s->cfg.run.collective, .chips = chips,
                                 .n = sp->tp,
                                 .bytes = items * sp->hidden * s->cfg.model.activation_bits / 8.0 };
-        t += (mp_time)k * 2 * sp->draft_decoders * collective_time(&s->sys, &cs);
+        t = mp_time_add(t, mp_time_mul(collective_time(&s->sys, &cs), 2LL * k * sp->draft_decoders));
     }
     return t;
 }

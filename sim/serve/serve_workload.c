@@ -22,8 +22,11 @@
  * (serve_kv.c): a system prompt is a node under the root; a turn a later turn
  * continues gets a node of its own tokens under its prefix. */
 #include "serve_impl.h"
+#include "sim/io/csv_reader.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <limits.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
@@ -68,6 +71,16 @@ static struct serve_request *add_request(struct serve *s, int *cap, mp_time t, i
 
 /* ---- small inputs: empirical lengths, priority shares --------------------------- */
 
+/* A whole number (blanks around it allowed), or false. */
+static bool cell_long(const char *cell, long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtol(cell, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    return end != cell && !*end && errno != ERANGE;
+}
+
 static int load_empirical(struct serve *s, const char *key, const char *name, int limit,
                           struct empirical *e, struct mp_error *err)
 {
@@ -79,33 +92,32 @@ static int load_empirical(struct serve *s, const char *key, const char *name, in
         mp_error_prefix(err, "%s", pre);
         return rc;
     }
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open lengths (%s)", path, key);
-    int n = 0, cap = 0, ln = 0;
+    /* The one CSV reader (sim/io/csv_reader.h), '#' comments allowed. */
+    struct csv_reader cr;
+    struct csv_reader_opts ro = { .key = key, .comments = true };
+    if ((rc = csv_reader_open(&cr, path, &ro, err))) return rc;
+    struct csv_row row;
+    int n = 0, cap = 0, got = 0;
     double *w = NULL;
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        char *p = line, *end;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') continue;
-        long v = strtol(p, &end, 10);
-        if (end == p && n == 0 && ln == 1) continue; /* header */
+    while ((got = csv_reader_next(&cr, &row, err)) > 0) {
+        long v = 0;
+        if (n == 0 && row.line == 1 && !cell_long(row.cell[0], &v)) continue; /* header */
         double weight = 1;
-        bool ok = end != p && v >= 1 && v <= limit;
-        if (ok && *end == ',') {
-            p = end + 1;
-            weight = strtod(p, &end);
-            ok = end != p && isfinite(weight) && weight >= 0;
+        bool ok = row.n <= 2 && cell_long(row.cell[0], &v) && v >= 1 && v <= limit;
+        if (ok && row.n == 2) {
+            char *end;
+            weight = strtod(row.cell[1], &end);
+            while (*end == ' ' || *end == '\t') end++;
+            ok = end != row.cell[1] && !*end && isfinite(weight) && weight >= 0;
         }
-        while (ok && isspace((unsigned char)*end)) end++;
-        if (!ok || *end != '\0') {
-            fclose(f);
-            free(w);
-            free(e->len);
-            e->len = NULL;
-            return mp_fail(err, MP_ERR_INPUT, "%s:%d: expected tokens[,weight] with tokens in "
-                           "1..%d and weight >= 0, got '%.60s'", path, ln, limit, line);
+        if (!ok) {
+            char q[128];
+            mp_quote(row.cell[0], strlen(row.cell[0]), 40, q, sizeof q);
+            csv_reader_fail(&cr, row.line, err, "expected tokens[,weight] with tokens in 1..%d "
+                            "and weight >= 0, got %d cell%s starting '%s'", limit, row.n,
+                            row.n == 1 ? "" : "s", q);
+            got = -1;
+            break;
         }
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -116,7 +128,13 @@ static int load_empirical(struct serve *s, const char *key, const char *name, in
         e->len[n] = (int)v;
         w[n++] = weight;
     }
-    fclose(f);
+    csv_reader_close(&cr);
+    if (got < 0) {
+        free(w);
+        free(e->len);
+        e->len = NULL;
+        return MP_ERR_INPUT;
+    }
     double total = 0;
     for (int i = 0; i < n; i++) total += w[i];
     if (n == 0 || total <= 0) {
@@ -204,7 +222,7 @@ int serve_poisson_requests(struct serve *s, struct mp_error *err)
             t += gsl_ran_gamma(rng, in->burstiness, 1.0 / (in->rate * in->burstiness));
         else
             t += gsl_ran_exponential(rng, 1.0 / in->rate);
-        mp_time at = (mp_time)llround(t * 1e12);
+        mp_time at = mp_time_from_s(t);
         int session = turns > 1 ? s->n_req : -1, prev = -1, group = 0, cls = 0;
         for (int turn = 0; turn < turns && made < in->requests; turn++) {
             int hist = prev >= 0 ? s->req[prev].prompt + s->req[prev].output : P;
@@ -302,27 +320,37 @@ enum { COL_SESSION, COL_TURN, COL_PREFIX_ID, COL_PREFIX_TOKENS, COL_PRIORITY, N_
 static const char *const col_names[N_COLS] = { "session", "turn", "prefix_id", "prefix_tokens",
                                                "priority" };
 
-/* The optional columns named in a header after the first three. */
-static int read_header(const char *path, char *line, int *col, int *ncols, struct mp_error *err)
+/* The optional columns named in a header row after the first three. */
+static int read_header(struct csv_reader *r, const struct csv_row *row, int *col, int *ncols,
+                       struct mp_error *err)
 {
     for (int c = 0; c < N_COLS; c++) col[c] = -1;
-    int i = 0;
-    for (char *tok = strtok(line, ",\r\n"); tok; tok = strtok(NULL, ",\r\n"), i++) {
+    if (row->n < 3)
+        return csv_reader_fail(r, row->line, err, "header: expected arrival_s,prompt_tokens,"
+                               "output_tokens and the optional columns, got %d cell%s", row->n,
+                               row->n == 1 ? "" : "s");
+    for (int i = 3; i < row->n; i++) { /* arrival, prompt, output: by position */
+        const char *tok = row->cell[i];
         while (*tok == ' ' || *tok == '\t') tok++;
         size_t len = strlen(tok);
-        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t')) tok[--len] = '\0';
-        if (i < 3) continue; /* arrival, prompt, output: by position */
+        while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t')) len--;
         int c = 0;
-        while (c < N_COLS && strcmp(tok, col_names[c])) c++;
+        while (c < N_COLS && (strlen(col_names[c]) != len || strncmp(tok, col_names[c], len))) c++;
+        char q[128];
+        mp_quote(tok, len, 40, q, sizeof q);
         if (c == N_COLS)
-            return mp_fail(err, MP_ERR_INPUT, "%s:1: unknown column '%.40s'; after "
-                           "arrival_s,prompt_tokens,output_tokens expected session, turn, "
-                           "prefix_id, prefix_tokens or priority", path, tok);
+            return csv_reader_fail(r, row->line, err, "unknown column '%s'; after "
+                                   "arrival_s,prompt_tokens,output_tokens expected session, turn, "
+                                   "prefix_id, prefix_tokens or priority", q);
+        if (col[c] >= 0)
+            return csv_reader_fail(r, row->line, err, "column %s: expected once, got it twice",
+                                   col_names[c]);
         col[c] = i;
     }
-    *ncols = i;
+    *ncols = row->n;
     return MP_OK;
 }
+
 
 /* CSV rows "arrival_s,prompt_tokens,output_tokens" and the optional columns
  * of the header; a first row that does not start with a number is a header;
@@ -330,57 +358,73 @@ static int read_header(const char *path, char *line, int *col, int *ncols, struc
 int serve_trace_requests(struct serve *s, struct mp_error *err)
 {
     char path[1024];
-    int rc = config_resolve(&s->cfg, s->cfg.inference.trace, "scenarios", ".csv", path,
-                            sizeof path, err);
-    if (rc) {
-        mp_error_prefix(err, "key inference.trace: ");
-        return rc;
-    }
-    FILE *f = fopen(path, "r");
-    if (!f) return mp_fail(err, MP_ERR_INPUT, "%s: cannot open trace", path);
-    char line[1024];
-    int ln = 0, cap = 0, ctx = s->cfg.inference.context_len, col[N_COLS], ncols = 3;
+    int rc = config_resolve_key(&s->cfg, "inference.trace", "scenarios", ".csv", path,
+                                sizeof path, err);
+    if (rc) return rc;
+    /* The one CSV reader (sim/io/csv_reader.h): BOM, CRLF, quotes, NUL and
+     * long lines alike everywhere, '#' comments, every message
+     * "PATH:LINE: key inference.trace: ...". */
+    struct csv_reader cr;
+    struct csv_reader_opts ro = { .key = "inference.trace", .comments = true };
+    if ((rc = csv_reader_open(&cr, path, &ro, err))) return rc;
+    struct csv_row row;
+    int got = 0, cap = 0, ctx = s->cfg.inference.context_len, col[N_COLS], ncols = 3;
+    bool first = true;
     for (int c = 0; c < N_COLS; c++) col[c] = -1;
     bool caching = s->cfg.inference.prefix_caching;
     struct idmap sessions = { 0 }, prefixes = { 0 };
     mp_time last = 0;
     rc = MP_OK;
-    while (fgets(line, sizeof line, f)) {
-        ln++;
-        char *p = line;
-        while (*p == ' ' || *p == '\t') p++;
-        if (*p == '\0' || *p == '\n' || *p == '\r' || *p == '#') continue;
-        char *end;
-        double t = strtod(p, &end);
-        if (end == p && s->n_req == 0 && ln == 1) { /* header */
-            if ((rc = read_header(path, p, col, &ncols, err))) break;
+    while (!rc && (got = csv_reader_next(&cr, &row, err)) > 0) {
+        long ln = row.line;
+        const char *c0 = row.cell[0];
+        while (*c0 == ' ' || *c0 == '\t') c0++;
+        if (first && !isdigit((unsigned char)*c0) && *c0 != '.') { /* header */
+            first = false;
+            if ((rc = read_header(&cr, &row, col, &ncols, err))) break;
             continue;
         }
-        long v[8] = { 0 };
-        /* At most 10^6 s, so t × 10^12 stays an exact-enough int64 (llround
-         * of a larger product is unspecified, and wrapped arrivals would be
-         * reported as going back in time). */
-        bool ok = end != p && isfinite(t) && t >= 0 && t <= 1e6 && *end == ',';
-        for (int c = 1; ok && c < ncols; c++) {
-            p = end + 1;
-            v[c] = strtol(p, &end, 10);
-            ok = end != p && (c + 1 == ncols || *end == ',');
+        first = false;
+        if (row.n != ncols) {
+            rc = csv_reader_fail(&cr, ln, err, "expected %d cells (arrival_s,prompt_tokens,"
+                                 "output_tokens%s), got %d", ncols,
+                                 ncols > 3 ? " and the header's columns" : "", row.n);
+            break;
         }
-        while (ok && (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')) end++;
+        long v[8] = { 0 };
+        char *end;
+        errno = 0;
+        double t = strtod(row.cell[0], &end);
+        while (*end == ' ' || *end == '\t') end++;
+        /* At most 10^6 s, so t × 10^12 stays an exact-enough int64; digits
+         * only (strtod takes "inf", "nan" and hex). */
+        bool digits = strspn(row.cell[0], "0123456789.eE+- \t") == strlen(row.cell[0]);
+        int bad = end == row.cell[0] || *end || !digits || !isfinite(t) || t < 0 || t > 1e6 ? 0 : -1;
+        for (int c = 1; bad < 0 && c < ncols; c++)
+            if (!cell_long(row.cell[c], &v[c]) || (c < 3 && (v[c] < 1 || v[c] > INT_MAX)) ||
+                v[c] < INT_MIN || v[c] > INT_MAX)
+                bad = c;
+        if (bad >= 0) {
+            char q[128];
+            mp_quote(row.cell[bad], strlen(row.cell[bad]), 40, q, sizeof q);
+            const char *name = bad < 3 ? (const char *const[]){ "arrival_s", "prompt_tokens",
+                                                                "output_tokens" }[bad]
+                                       : "of the header";
+            rc = csv_reader_fail(&cr, ln, err, "column %s%.0d: expected %s, got '%s'", name,
+                                 bad < 3 ? 0 : bad + 1, bad == 0 ? "seconds from 0 to 1000000"
+                                 : bad < 3 ? "a whole number of tokens ≥ 1" : "a whole number",
+                                 q);
+            break;
+        }
         long prompt = v[1], output = v[2];
-        ok = ok && *end == '\0' && prompt >= 1 && output >= 1;
-        mp_time at = ok ? (mp_time)llround(t * 1e12) : 0;
-        if (!ok || at < last || prompt + output > ctx) {
-            if (!ok)
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: expected arrival_s,prompt_tokens,"
-                             "output_tokens%s (seconds ≥ 0, tokens ≥ 1), got '%.80s'", path, ln,
-                             ncols > 3 ? " and the header's columns" : "", line);
-            else if (at < last)
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: arrivals must not go back in time "
-                             "(%.9f s after %.9f s)", path, ln, t, mp_seconds(last));
+        mp_time at = mp_time_from_s(t);
+        if (at < last || prompt + output > ctx) {
+            if (at < last)
+                rc = csv_reader_fail(&cr, ln, err, "column arrival_s: arrivals must not go back "
+                                     "in time (%.9f s after %.9f s)", t, mp_seconds(last));
             else
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: prompt + output = %ld tokens exceeds "
-                             "inference.context_len = %d", path, ln, prompt + output, ctx);
+                rc = csv_reader_fail(&cr, ln, err, "prompt_tokens + output_tokens = %ld tokens "
+                                     "exceeds inference.context_len = %d", prompt + output, ctx);
             break;
         }
         last = at;
@@ -389,22 +433,22 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
         if (col[COL_PRIORITY] >= 0) {
             long pr = v[col[COL_PRIORITY]];
             if (pr < 0 || pr > 1000) {
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: column priority: expected a class in "
-                             "0..1000 (0 the highest), got %ld", path, ln, pr);
+                rc = csv_reader_fail(&cr, ln, err, "column priority: expected a class in "
+                             "0..1000 (0 the highest), got %ld", pr);
                 break;
             }
             r->prio = (int)pr;
         }
         if (col[COL_PREFIX_ID] >= 0 || col[COL_PREFIX_TOKENS] >= 0) {
             if (col[COL_PREFIX_ID] < 0 || col[COL_PREFIX_TOKENS] < 0) {
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:1: columns prefix_id and prefix_tokens go "
-                             "together", path);
+                rc = csv_reader_fail(&cr, 1, err, "columns prefix_id and prefix_tokens go "
+                             "together");
                 break;
             }
             long pid = v[col[COL_PREFIX_ID]], ptok = v[col[COL_PREFIX_TOKENS]];
             if (ptok < 0 || ptok > prompt) {
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: column prefix_tokens = %ld: expected "
-                             "0..prompt_tokens (%ld)", path, ln, ptok, prompt);
+                rc = csv_reader_fail(&cr, ln, err, "column prefix_tokens = %ld: expected "
+                             "0..prompt_tokens (%ld)", ptok, prompt);
                 break;
             }
             if (ptok > 0) {
@@ -413,8 +457,8 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
                     slot = idmap_slot(&prefixes, pid, true);
                     *slot = caching ? serve_prefix_node(s, -1, (int)ptok) : (int)ptok;
                 } else if ((caching ? serve_prefix_end(s, *slot) : *slot) != ptok) {
-                    rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: prefix_id %ld has prefix_tokens "
-                                 "%ld here and %d before: one prefix has one length", path, ln,
+                    rc = csv_reader_fail(&cr, ln, err, "prefix_id %ld has prefix_tokens "
+                                 "%ld here and %d before: one prefix has one length",
                                  pid, ptok, caching ? serve_prefix_end(s, *slot) : *slot);
                     break;
                 }
@@ -424,8 +468,7 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
         }
         if (col[COL_SESSION] >= 0 || col[COL_TURN] >= 0) {
             if (col[COL_SESSION] < 0 || col[COL_TURN] < 0) {
-                rc = mp_fail(err, MP_ERR_INPUT, "%s:1: columns session and turn go together",
-                             path);
+                rc = csv_reader_fail(&cr, 1, err, "columns session and turn go together");
                 break;
             }
             long sess = v[col[COL_SESSION]], turn = v[col[COL_TURN]];
@@ -434,12 +477,12 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
             if (turn < 0 || (turn == 0 && prev >= 0) ||
                 (turn > 0 && (prev < 0 || s->req[prev].turn != turn - 1))) {
                 if (turn > 0 && prev < 0)
-                    rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: session %ld turn %ld: the session "
-                                 "never started (no turn %ld of it before this line)", path, ln,
+                    rc = csv_reader_fail(&cr, ln, err, "session %ld turn %ld: the session "
+                                 "never started (no turn %ld of it before this line)",
                                  sess, turn, turn - 1);
                 else
-                    rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: session %ld turn %ld: expected turn "
-                                 "%d (turns of a session come in order from 0)", path, ln, sess,
+                    rc = csv_reader_fail(&cr, ln, err, "session %ld turn %ld: expected turn "
+                                 "%d (turns of a session come in order from 0)", sess,
                                  turn, prev >= 0 ? s->req[prev].turn + 1 : 0);
                 break;
             }
@@ -449,9 +492,9 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
                 struct serve_request *q = &s->req[prev];
                 int hist = q->prompt + q->output;
                 if (prompt < hist) {
-                    rc = mp_fail(err, MP_ERR_INPUT, "%s:%d: session %ld turn %ld: prompt_tokens "
+                    rc = csv_reader_fail(&cr, ln, err, "session %ld turn %ld: prompt_tokens "
                                  "%ld is shorter than the history of turn %ld (its prompt + "
-                                 "output = %d)", path, ln, sess, turn, prompt, turn - 1, hist);
+                                 "output = %d)", sess, turn, prompt, turn - 1, hist);
                     break;
                 }
                 r->prefix = hist;
@@ -466,13 +509,15 @@ int serve_trace_requests(struct serve *s, struct mp_error *err)
             *slot = id;
         }
     }
-    fclose(f);
+    if (!rc && got < 0) rc = MP_ERR_INPUT; /* the reader said why, with the line */
+    csv_reader_close(&cr);
     free(sessions.key);
     free(sessions.val);
     free(prefixes.key);
     free(prefixes.val);
     if (rc) return rc;
     if (s->n_req == 0)
-        return mp_fail(err, MP_ERR_INPUT, "%s: the trace has no requests", path);
+        return mp_fail(err, MP_ERR_INPUT, "%s: key inference.trace: the trace has no requests",
+                       path);
     return MP_OK;
 }

@@ -114,14 +114,16 @@ struct hier { int nodes, per; int *local; /* [nodes][per] */ };
 static bool hier_split(const struct system *sys, const int *chips, int n, struct hier *h)
 {
     int *node = mp_xmalloc((size_t)n * sizeof *node), *count = mp_xcalloc((size_t)n, sizeof *count);
-    int *ids = mp_xmalloc((size_t)n * sizeof *ids);
+    /* Node → its index in order of appearance, through a table over the
+     * system's nodes (a search of the nodes seen was O(n × nodes): a minute
+     * for a million chips). */
+    int *index = mp_xmalloc((size_t)sys->nodes * sizeof *index);
+    for (int k = 0; k < sys->nodes; k++) index[k] = -1;
     int nn = 0;
     for (int i = 0; i < n; i++) {
-        /* Groups list their chips node by node, as a rule: try the last
-         * node first, so the usual case is O(n), not O(n²). */
-        int nd = system_node_of(sys, chips[i]), k = nn > 0 && ids[nn - 1] == nd ? nn - 1 : 0;
-        while (k < nn && ids[k] != nd) k++;
-        if (k == nn) ids[nn++] = nd;
+        int nd = system_node_of(sys, chips[i]);
+        if (index[nd] < 0) index[nd] = nn++;
+        int k = index[nd];
         node[i] = k;
         count[k]++;
     }
@@ -137,7 +139,7 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
     }
     free(node);
     free(count);
-    free(ids);
+    free(index);
     return ok;
 }
 
@@ -160,6 +162,9 @@ static mp_time direct_time(const struct system *sys, const int *chips, int n, do
 {
     int links[MAX_ROUTE];
     int *first = mp_xmalloc((size_t)n * sizeof *first);
+    /* Messages per first link, counted in a table over the system's links
+     * (and reset after each sender), so a sender costs O(n), not O(n²). */
+    int *per_link = mp_xcalloc((size_t)sys->n_links + 1, sizeof *per_link);
     mp_time worst = 0;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
@@ -167,16 +172,18 @@ static mp_time direct_time(const struct system *sys, const int *chips, int n, do
             if (j == i) continue;
             int nl = system_route(sys, chips[i], chips[j], links, MAX_ROUTE);
             first[j] = nl > 0 ? links[0] : -1;
+            per_link[first[j] + 1]++; /* slot 0: no link (a chip with itself) */
         }
         for (int j = 0; j < n; j++) {
             if (j == i) continue;
-            int share = 0;
-            for (int k = 0; k < n; k++) share += k != i && first[k] == first[j];
-            mp_time t = pair_time(sys, chips[i], chips[j], piece * share);
+            mp_time t = pair_time(sys, chips[i], chips[j], piece * per_link[first[j] + 1]);
             if (t > worst) worst = t;
         }
+        for (int j = 0; j < n; j++)
+            if (j != i) per_link[first[j] + 1] = 0;
     }
     free(first);
+    free(per_link);
     return worst;
 }
 
@@ -192,7 +199,7 @@ static mp_time hd_time(const struct system *sys, const int *chips, int n, double
             mp_time t = pair_time(sys, chips[i], chips[i ^ dist], piece);
             if (t > worst) worst = t;
         }
-        total += worst;
+        total = mp_time_add(total, worst);
     }
     return total;
 }
@@ -220,9 +227,9 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
         mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per, 1);
         if (c > across) across = c;
     }
-    if (op == COLL_ALL_REDUCE) t = in_rs + across + in_ag;
-    else if (op == COLL_REDUCE_SCATTER) t = in_rs + across;
-    else t = across + in_ag;
+    if (op == COLL_ALL_REDUCE) t = mp_time_add(mp_time_add(in_rs, across), in_ag);
+    else if (op == COLL_REDUCE_SCATTER) t = mp_time_add(in_rs, across);
+    else t = mp_time_add(across, in_ag);
     free(rail);
     free(h.local);
     return t;
@@ -245,16 +252,16 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         mp_time lat = pair_time(sys, chips[0], chips[1 % n], 0);
         mp_time bw = ring_hop(sys, chips, n, bytes) - ring_hop(sys, chips, n, 0);
         int depth = ceil_log2(n);
-        if (op == COLL_ALL_REDUCE) return 2 * depth * lat + 2 * bw;
-        if (op == COLL_BROADCAST) return depth * lat + bw;
+        if (op == COLL_ALL_REDUCE) return mp_time_add(mp_time_mul(lat, 2LL * depth), mp_time_mul(bw, 2));
+        if (op == COLL_BROADCAST) return mp_time_add(mp_time_mul(lat, depth), bw);
         return op_time(sys, op, COLL_RING, chips, n, bytes, 1);
     }
     case COLL_HALVING_DOUBLING:
-        if (op == COLL_ALL_REDUCE) return 2 * hd_time(sys, chips, n, bytes);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(hd_time(sys, chips, n, bytes), 2);
         if (op == COLL_BROADCAST) return op_time(sys, op, COLL_TREE, chips, n, bytes, 1);
         return hd_time(sys, chips, n, bytes);
     case COLL_DIRECT:
-        if (op == COLL_ALL_REDUCE) return 2 * direct_time(sys, chips, n, bytes / n);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(direct_time(sys, chips, n, bytes / n), 2);
         if (op == COLL_BROADCAST) return direct_time(sys, chips, 2, bytes * (n - 1));
         return direct_time(sys, chips, n, bytes / n);
     case COLL_HIERARCHICAL:
@@ -264,13 +271,14 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         if (chunks > 1 && op != COLL_BROADCAST) {
             /* collective.h: steps every max(α + s, C·s), the last piece
              * landing C·s + α after the last step starts. */
-            mp_time steps = op == COLL_ALL_REDUCE ? 2 * (mp_time)(n - 1) : (mp_time)(n - 1);
+            long long steps = op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
             mp_time a = ring_hop(sys, chips, n, 0);
             mp_time ser = ring_hop(sys, chips, n, bytes / n / rings / chunks) - a;
-            mp_time pace = a + ser > chunks * ser ? a + ser : chunks * ser;
-            return (steps - 1) * pace + chunks * ser + a;
+            mp_time cs = mp_time_mul(ser, chunks), as = mp_time_add(a, ser);
+            mp_time pace = as > cs ? as : cs;
+            return mp_time_add(mp_time_add(mp_time_mul(pace, steps - 1), cs), a);
         }
-        if (op == COLL_ALL_REDUCE) return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+        if (op == COLL_ALL_REDUCE) return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), 2LL * (n - 1));
         if (op == COLL_BROADCAST) {
             /* Chunk j reaches chip i at (j + i)·s + i·α: each chip forwards a
              * chunk as it arrives and the latency is in flight, not on the
@@ -278,15 +286,59 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
              * (n + C − 2)·s + (n − 1)·α. */
             mp_time a = ring_hop(sys, chips, n, 0);
             mp_time ser = ring_hop(sys, chips, n, bytes / BCAST_CHUNKS / rings) - a;
-            return (mp_time)(n + BCAST_CHUNKS - 2) * ser + (mp_time)(n - 1) * a;
+            return mp_time_add(mp_time_mul(ser, n + BCAST_CHUNKS - 2), mp_time_mul(a, n - 1));
         }
-        return (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n / rings);
+        return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), n - 1);
     }
 }
 
 mp_time collective_time(const struct system *sys, const struct coll_spec *c)
 {
     return op_time(sys, c->op, c->algo, c->chips, c->n, c->bytes, c->chunks > 1 ? c->chunks : 1);
+}
+
+double collective_work(const struct system *sys, const struct coll_spec *c, enum fidelity fid,
+                       double *held)
+{
+    double n = c->n, none;
+    if (!held) held = &none;
+    *held = 0;
+    if (c->n <= 1 || c->bytes <= 0) return 0;
+    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, c->op, c->chips, c->n) : c->algo;
+    if (c->op == COLL_ALL_TO_ALL) algo = COLL_DIRECT;
+    double log_n = ceil_log2(c->n) + 1;
+    /* Pricing (fast): the routes the formulas look at. */
+    double priced = algo == COLL_DIRECT ? n * n : algo == COLL_HALVING_DOUBLING ? n * log_n
+                    : 2 * n;
+    *held = 1;
+    if (fid == FIDELITY_FAST) return priced;
+    /* Detailed: the transfers (a compact ring is one event per step). */
+    bool mesh = mesh_group(sys, c->chips, c->n);
+    double steps = c->op == COLL_ALL_REDUCE ? 2 * (n - 1) : n - 1;
+    double events;
+    struct hier h;
+    if (algo == COLL_HIERARCHICAL && c->op != COLL_BROADCAST && hier_split(sys, c->chips, c->n, &h)) {
+        /* Rings inside each node (reduce-scatter and all-gather), then the
+         * op across nodes on every rail. */
+        double per = h.per, nodes = h.nodes;
+        free(h.local);
+        double across = c->op == COLL_ALL_REDUCE ? 2 * (nodes - 1) : nodes - 1;
+        events = nodes * per * 2 * (per - 1) + per * nodes * across;
+        *held = c->compact ? 4 * n : events;
+        return priced + events;
+    }
+    switch (algo) {
+    case COLL_TREE: events = 1; break;
+    case COLL_DIRECT: events = (c->op == COLL_ALL_REDUCE ? 2 : 1) * n * n; break;
+    case COLL_HALVING_DOUBLING: events = (c->op == COLL_ALL_REDUCE ? 2 : 1) * n * log_n; break;
+    default:
+        events = mesh ? 1 : c->op == COLL_BROADCAST ? BCAST_CHUNKS * n : n * steps;
+        break;
+    }
+    bool ring = !mesh && algo != COLL_TREE && algo != COLL_DIRECT && algo != COLL_HALVING_DOUBLING &&
+                c->op != COLL_BROADCAST;
+    *held = ring && c->compact ? 2 * n : events;
+    return priced + events;
 }
 
 /* ---- detailed expansion ------------------------------------------------- */
@@ -332,7 +384,7 @@ static void ring_expand(struct expand *x, const int *chips, int n, double bytes,
         int first = x->g->n_ops;
         for (int i = 0; i < n; i++) {
             int id = transfer(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1);
-            x->g->ops[id].kind = OP_RING;
+            if (!x->g->over) x->g->ops[id].kind = OP_RING;
         }
         tg_add_ring_chunked(x->g, first, n, steps * C, C);
         for (int i = 0; i < n; i++) done[i] = first + (i + n - 1) % n;
@@ -587,5 +639,5 @@ mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chi
                                         double bytes)
 {
     if (n <= 1) return 0;
-    return 2 * (mp_time)(n - 1) * ring_hop(sys, chips, n, bytes / n);
+    return mp_time_mul(ring_hop(sys, chips, n, bytes / n), 2LL * (n - 1));
 }

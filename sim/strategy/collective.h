@@ -92,6 +92,15 @@ enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const 
  * fast fidelity's duration). See collective.c for each algorithm's formula. */
 mp_time collective_time(const struct system *sys, const struct coll_spec *c);
 
+/* The work of pricing (fast) or running (detailed) the collective: the
+ * routes its formula looks at, plus at detailed the engine events of its
+ * transfers (a compact ring's steps; a ring is n × 2(n − 1) for an
+ * all-reduce, a direct all-to-all n²). `mpsim collective` holds it against
+ * the work budget (sim/io/budget.h) before it starts. `held` (may be NULL)
+ * gets the ops the graph holds at once: n per compact ring, not n × steps. */
+double collective_work(const struct system *sys, const struct coll_spec *c, enum fidelity fid,
+                       double *held);
+
 /* Append the collective at `fid`. Chip i's part waits on ready[i] (an op id,
  * or -1). On return done[i] is the op after which chip i holds its result
  * (at fast, the one op for every i). n = 1 (or zero bytes) appends nothing

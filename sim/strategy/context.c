@@ -45,8 +45,7 @@ mp_time context_attention_time(const struct cp_pricer *pr, double q_tokens, doub
     k.bytes = backward ? 2 * bytes : bytes;
     struct calib_cost c;
     calib_kernel(pr->calib, &k, &c);
-    double ps = (c.busy + c.launch) * 1e12;
-    return ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    return mp_time_from_s(c.busy + c.launch); /* saturates; sim_run names the inputs */
 }
 
 /* ---- the causal geometry ----------------------------------------------- */

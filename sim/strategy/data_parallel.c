@@ -56,6 +56,16 @@ static void group(struct dp_state *st, int device)
         st->chips[r] = lane + ((r + first) % st->in.dp) * st->in.tp;
 }
 
+/* Index of device d's copy of stage s: path × stages + stage, for the first
+ * path whose device runs s on d. */
+static int copy_of(const struct dp_state *st, int d, int s)
+{
+    const struct pipe_program *prog = st->in.prog;
+    int q = 0;
+    while (q + 1 < prog->paths && prog->device_of[q * prog->stages + s] != d) q++;
+    assert(prog->device_of[q * prog->stages + s] == d);
+    return q * prog->stages + s;
+}
 
 static void build_units(struct dp_state *st);
 static void add_collective(struct dp_state *st, struct taskgraph *g, int d, struct coll_spec *c);
@@ -98,12 +108,30 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
     int S = prog->stages, D = prog->devices;
     st->stage_params = mp_xcalloc((size_t)S, sizeof *st->stage_params);
     st->device_params = mp_xcalloc((size_t)D, sizeof *st->device_params);
-    /* Per (device, stage): DualPipe holds each stage on two devices, and
-     * each copy syncs its own gradients. */
-    st->pending_bytes = mp_xcalloc((size_t)S * D, sizeof *st->pending_bytes);
-    st->left_bytes = mp_xcalloc((size_t)S * D, sizeof *st->left_bytes);
-    st->pending_op = mp_xmalloc((size_t)S * D * sizeof *st->pending_op);
-    for (int i = 0; i < S * D; i++) st->pending_op[i] = -1;
+    /* Per (device, stage) copy: DualPipe holds each stage on two devices,
+     * and each copy syncs its own gradients. */
+    size_t copies = (size_t)prog->paths * S;
+    st->pending_bytes = mp_xcalloc(copies, sizeof *st->pending_bytes);
+    st->left_bytes = mp_xcalloc(copies, sizeof *st->left_bytes);
+    st->pending_op = mp_xmalloc(copies * sizeof *st->pending_op);
+    for (size_t i = 0; i < copies; i++) st->pending_op[i] = -1;
+    /* Each device's copies in stage order (a counting sort by device). */
+    st->dev_off = mp_xcalloc((size_t)D + 1, sizeof *st->dev_off);
+    st->dev_key = mp_xmalloc(copies * sizeof *st->dev_key);
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass ? mp_xmalloc((size_t)D * sizeof *fill) : NULL;
+        if (pass) memcpy(fill, st->dev_off, (size_t)D * sizeof *fill);
+        for (int s = 0; s < S; s++)
+            for (int q = 0; q < prog->paths; q++) {
+                int d = prog->device_of[q * S + s];
+                if (copy_of(st, d, s) != q * S + s) continue; /* same device twice */
+                if (pass) st->dev_key[fill[d]++] = q * S + s;
+                else st->dev_off[d + 1]++;
+            }
+        if (!pass)
+            for (int d = 0; d < D; d++) st->dev_off[d + 1] += st->dev_off[d];
+        free(fill);
+    }
     st->sync_done = mp_xcalloc((size_t)D, sizeof *st->sync_done);
     st->n_sync = mp_xcalloc((size_t)D, sizeof *st->n_sync);
     st->cap_sync = mp_xcalloc((size_t)D, sizeof *st->cap_sync);
@@ -116,7 +144,7 @@ void dp_init(struct dp_state *st, struct taskgraph *g, const struct dp_input *in
             for (int l = c->layer_first; l <= c->layer_last; l++) st->stage_params[s] += in->layer_params[l];
         for (int q = 0; q < prog->paths; q++) {
             int d = prog->device_of[q * S + s];
-            st->left_bytes[d * S + s] = in->layer_params ? st->stage_params[s] * grad_bytes(st)
+            st->left_bytes[copy_of(st, d, s)] = in->layer_params ? st->stage_params[s] * grad_bytes(st)
                                                          : in->synthetic_weights;
         }
     }
@@ -228,7 +256,7 @@ static void bucket(struct dp_state *st, struct taskgraph *g, int d, int stage, d
 
 static void flush(struct dp_state *st, struct taskgraph *g, int d, int stage)
 {
-    int k = d * st->in.prog->stages + stage;
+    int k = copy_of(st, d, stage);
     bucket(st, g, d, stage, st->pending_bytes[k], st->pending_op[k]);
     st->pending_bytes[k] = 0;
 }
@@ -237,7 +265,7 @@ void dp_on_grad(void *ctx, struct taskgraph *g, int device, int stage, int layer
 {
     struct dp_state *st = ctx;
     if (!st->in.overlap || st->units) return; /* ZeRO 3 reduce-scatters per unit */
-    int k = device * st->in.prog->stages + stage;
+    int k = copy_of(st, device, stage);
     double bytes = layer < 0 || !st->in.layer_params
                        ? st->left_bytes[k]
                        : st->in.layer_params[layer] * grad_bytes(st);
@@ -422,19 +450,18 @@ void dp_finish(struct dp_state *st, struct taskgraph *g, const struct pipeline_o
     const struct pipe_program *prog = st->in.prog;
     /* Whatever no bucket took yet syncs after the device's last op; without
      * overlap that is one collective per device, as Megatron does. */
-    int S = prog->stages;
     for (int d = 0; d < prog->devices && !st->units; d++)
-        for (int s = 0; s < S; s++) {
-            int k = d * S + s;
+        for (int i = st->dev_off[d]; i < st->dev_off[d + 1]; i++) {
+            int k = st->dev_key[i], s = k % prog->stages;
             if (st->pending_bytes[k] > 0) flush(st, g, d, s);
             if (st->left_bytes[k] <= 0) continue;
             st->pending_bytes[k] = st->left_bytes[k];
             st->left_bytes[k] = 0;
             st->pending_op[k] = po->last_op[d];
             if (!st->in.overlap)
-                for (int s2 = s + 1; s2 < S; s2++) {
-                    st->pending_bytes[k] += st->left_bytes[d * S + s2];
-                    st->left_bytes[d * S + s2] = 0;
+                for (int j = i + 1; j < st->dev_off[d + 1]; j++) {
+                    st->pending_bytes[k] += st->left_bytes[st->dev_key[j]];
+                    st->left_bytes[st->dev_key[j]] = 0;
                 }
             flush(st, g, d, s);
         }
@@ -452,6 +479,8 @@ void dp_release(struct dp_state *st)
     free(st->pending_bytes);
     free(st->pending_op);
     free(st->left_bytes);
+    free(st->dev_off);
+    free(st->dev_key);
     free(st->chips);
     free(st->ready);
     free(st->done);

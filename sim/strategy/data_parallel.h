@@ -107,9 +107,12 @@ struct dp_state {
     struct dp_input in;
     double *stage_params;     /* [stages]: parameters per chip */
     double *device_params;    /* [devices] */
-    double *pending_bytes;    /* [stages]: gradient bytes waiting for a bucket */
-    int *pending_op;          /* [stages]: the op after which they are ready */
-    double *left_bytes;       /* [stages]: gradient bytes not yet bucketed */
+    /* Per (device, stage) copy, indexed by path × stages + stage (the path
+     * whose device holds it first): O(stages), not devices × stages. */
+    double *pending_bytes;    /* gradient bytes waiting for a bucket */
+    int *pending_op;          /* the op after which they are ready */
+    double *left_bytes;       /* gradient bytes not yet bucketed */
+    int *dev_off, *dev_key;   /* CSR: each device's copies, by stage */
     int **sync_done;          /* [devices]: the lane-side ops of each bucket */
     int *n_sync, *cap_sync;
     int *chips, *ready, *done;/* scratch [dp] */

@@ -4,14 +4,16 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <csv.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+
+#include "sim/io/csv_reader.h"
 
 #define MAX_ROUTE 256
 
@@ -115,7 +117,7 @@ mp_time experts_a2a_time(const struct system *sys, const int *chips, int n, cons
         }
         double a = ps(nic, bw_out), c = ps(nvl, bw_in);
         worst = a > c ? a : c;
-        t = (mp_time)llround(worst) + lat_out + (per > 1 ? lat_in : 0);
+        t = mp_time_add(mp_time_add(mp_time_from_ps(worst), lat_out), per > 1 ? lat_in : 0);
     } else {
         for (int i = 0; i < n; i++) {
             double out_nvl = S * (nshare[node[i]] - share[i]);
@@ -128,7 +130,7 @@ mp_time experts_a2a_time(const struct system *sys, const int *chips, int n, cons
             if (ps(in_nic, bw_out) > m) m = ps(in_nic, bw_out);
             if (m > worst) worst = m;
         }
-        t = (mp_time)llround(worst) + (nn > 1 ? lat_out : lat_in);
+        t = mp_time_add(mp_time_from_ps(worst), nn > 1 ? lat_out : lat_in);
     }
     free(node);
     free(ids);
@@ -141,112 +143,58 @@ mp_time experts_a2a_time(const struct system *sys, const int *chips, int n, cons
 
 struct trace_reader {
     const char *path;
-    double *rows;      /* [n_rows × E] */
-    int n_rows, cap_rows, E, col, line;
-    bool bad;
-    char msg[512];
+    double *rows;      /* [n_rows × E], each row scaled to its largest load */
+    int n_rows, cap_rows, E;
 };
 
-static void on_field(void *data, size_t len, void *ctx)
-{
-    struct trace_reader *t = ctx;
-    if (t->bad) return;
-    char buf[64];
-    if (len == 0 || len >= sizeof buf) {
-        snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: column %d: expected a load "
-                 "(a number ≥ 0), got '%.*s'", t->path, t->line, t->col + 1,
-                 (int)(len < 40 ? len : 40), (const char *)data);
-        t->bad = true;
-        return;
-    }
-    memcpy(buf, data, len);
-    buf[len] = '\0';
-    char *end;
-    errno = 0;
-    double v = strtod(buf, &end);
-    while (*end == ' ' || *end == '\t') end++;
-    if (*end || errno || !isfinite(v) || v < 0) {
-        snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: column %d: expected a load "
-                 "(a number ≥ 0), got '%s'", t->path, t->line, t->col + 1, buf);
-        t->bad = true;
-        return;
-    }
-    if (t->col >= t->E) {
-        snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: expected %d loads (one per "
-                 "expert) per row, got more", t->path, t->line, t->E);
-        t->bad = true;
-        return;
-    }
-    if (t->col == 0) {
-        MP_GROW(t->rows, t->cap_rows, (t->n_rows + 1) * t->E);
-        t->n_rows++;
-    }
-    t->rows[(size_t)(t->n_rows - 1) * t->E + t->col++] = v;
-}
-
-static void on_row(int c, void *ctx)
-{
-    (void)c;
-    struct trace_reader *t = ctx;
-    if (!t->bad && t->col != t->E) {
-        snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: expected %d loads (one per "
-                 "expert) per row, got %d", t->path, t->line, t->E, t->col);
-        t->bad = true;
-    }
-    if (!t->bad && t->n_rows > 0) {
-        double sum = 0;
-        for (int e = 0; e < t->E; e++) sum += t->rows[(size_t)(t->n_rows - 1) * t->E + e];
-        if (sum <= 0) {
-            snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: expected some load > 0 "
-                     "in the row, got all zeros", t->path, t->line);
-            t->bad = true;
-        }
-    }
-    t->col = 0;
-    t->line++;
-}
-
-/* Read the loads, a line at a time so errors carry line numbers; lines
- * starting with '#' are comments. */
+/* Read the loads (sim/io/csv_reader.h: BOM, CRLF, quotes, '#' comments,
+ * line numbers). Each row is divided by its largest load as it is read, so
+ * loads up to 1.8e308 add up without overflow (popularity() normalises). */
 static int read_trace(struct trace_reader *t, struct mp_error *err)
 {
-    FILE *f = fopen(t->path, "r");
-    if (!f)
-        return mp_fail(err, MP_ERR_INPUT, "%s: key experts.trace: cannot open: %s", t->path,
-                       strerror(errno));
-    struct csv_parser p;
-    if (csv_init(&p, CSV_STRICT | CSV_STRICT_FINI | CSV_APPEND_NULL) != 0) {
-        fclose(f);
-        return mp_fail(err, MP_ERR_INTERNAL, "csv_init failed");
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    int no = 0;
-    while (!t->bad && (len = getline(&line, &cap, f)) >= 0) {
-        no++;
-        t->line = no;
-        size_t n = (size_t)len;
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
-        const char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
-        if (s == line + n || *s == '#') continue;
-        if (csv_parse(&p, line, n, on_field, on_row, t) != n) {
-            snprintf(t->msg, sizeof t->msg, "%s:%d: key experts.trace: %s", t->path, no,
-                     csv_strerror(csv_error(&p)));
-            t->bad = true;
+    struct csv_reader r;
+    struct csv_reader_opts o = { .key = "experts.trace", .comments = true };
+    int rc = csv_reader_open(&r, t->path, &o, err);
+    if (rc) return rc;
+    struct csv_row row;
+    int got = 0;
+    while ((got = csv_reader_next(&r, &row, err)) > 0) {
+        if (row.n != t->E) {
+            rc = csv_reader_fail(&r, row.line, err, "expected %d loads (one per expert) per row, "
+                                 "got %d", t->E, row.n);
+            break;
         }
-        if (!t->bad) csv_fini(&p, on_field, on_row, t);
+        MP_GROW(t->rows, t->cap_rows, (size_t)(t->n_rows + 1) * t->E);
+        double *v = t->rows + (size_t)t->n_rows * t->E, most = 0;
+        for (int e = 0; e < t->E && !rc; e++) {
+            char *end, q[128];
+            const char *cell = row.cell[e];
+            errno = 0;
+            v[e] = strtod(cell, &end);
+            while (*end == ' ' || *end == '\t') end++;
+            bool number = *cell && strspn(cell, "0123456789.eE+- \t") == strlen(cell);
+            if (!number || *end || errno == ERANGE || !isfinite(v[e]) || v[e] < 0) {
+                mp_quote(cell, strlen(cell), 40, q, sizeof q);
+                rc = csv_reader_fail(&r, row.line, err, "column %d: expected a load (a finite "
+                                     "number ≥ 0, at most 1.8e308), got '%s'", e + 1, q);
+            } else if (v[e] > most) {
+                most = v[e];
+            }
+        }
+        if (rc) break;
+        if (most <= 0) {
+            rc = csv_reader_fail(&r, row.line, err, "expected some load > 0 in the row, got "
+                                 "all zeros");
+            break;
+        }
+        for (int e = 0; e < t->E; e++) v[e] /= most;
+        t->n_rows++;
     }
-    free(line);
-    csv_free(&p);
-    fclose(f);
-    if (!t->bad && t->n_rows == 0) {
-        snprintf(t->msg, sizeof t->msg, "%s: key experts.trace: expected at least one row of "
-                 "%d loads, got none", t->path, t->E);
-        t->bad = true;
-    }
-    return t->bad ? mp_fail(err, MP_ERR_INPUT, "%s", t->msg) : MP_OK;
+    if (!rc && got < 0) rc = MP_ERR_INPUT;
+    if (!rc && t->n_rows == 0)
+        rc = csv_reader_fail(&r, 0, err, "expected at least one row of %d loads, got none", t->E);
+    csv_reader_close(&r);
+    return rc;
 }
 
 /* ---- the plan ------------------------------------------------------------ */
@@ -381,6 +329,14 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
     if (in->redundant > E)
         return mp_fail(err, MP_ERR_INPUT, "key experts.redundant = %d: expected at most the "
                        "model's %d experts", in->redundant, E);
+    /* GSL's multinomial draw counts a microbatch's token-expert assignments
+     * in an unsigned int. */
+    double assignments = (double)ep * in->tokens_per_rank * m->experts_per_token;
+    if (assignments > UINT_MAX)
+        return mp_fail(err, MP_ERR_INPUT, "model.seq_len × training.micro_batch × %d experts per "
+                       "token = %.4g token-expert assignments per microbatch: expected at most "
+                       "%u (the routing draw counts them in 32 bits)", m->experts_per_token,
+                       assignments, UINT_MAX);
     p->ep = ep;
     p->experts = E;
     p->k = m->experts_per_token;
@@ -464,7 +420,7 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
                 int e = pl[i].expert[c], r = pl[i].rank[c];
                 double tok = kept[e] / pl[i].copies[e];
                 rank_tok[r] += tok;
-                rank_f[r] += expert_time(in, one, tok, 0);
+                rank_f[r] = mp_time_add(rank_f[r], expert_time(in, one, tok, 0));
             }
             int gate = 0;
             for (int r = 1; r < ep; r++)
@@ -494,16 +450,16 @@ int experts_plan_build(struct ep_plan *p, const struct ep_input *in, struct mp_e
                 int e = pl[i].expert[c], r = pl[i].rank[c];
                 double tok = kept[e] / pl[i].copies[e];
                 if (r == gate) {
-                    t[EPR_EXPERTS_F] += expert_time(in, one, tok, 0);
-                    t[EPR_EXPERTS_B] += expert_time(in, one, tok, 1);
-                    t[EPR_EXPERTS_W] += expert_time(in, one, tok, 2);
+                    for (int k = 0; k < 3; k++)
+                        t[EPR_EXPERTS_F + k] = mp_time_add(t[EPR_EXPERTS_F + k],
+                                                           expert_time(in, one, tok, k));
                 }
                 if (p->rank_t) {
                     mp_time *rt = p->rank_t + (cell * ep + r) * 3;
-                    for (int k = 0; k < 3; k++) rt[k] += expert_time(in, one, tok, k);
+                    for (int k = 0; k < 3; k++) rt[k] = mp_time_add(rt[k], expert_time(in, one, tok, k));
                 }
             }
-            t[EPR_EXPERTS_BW] = t[EPR_EXPERTS_B] + t[EPR_EXPERTS_W];
+            t[EPR_EXPERTS_BW] = mp_time_add(t[EPR_EXPERTS_B], t[EPR_EXPERTS_W]);
         }
     }
     for (int i = 0; i < p->n_moe; i++) {
@@ -554,7 +510,7 @@ mp_time experts_rank_time(const struct ep_plan *p, int mb, int layer, int r, enu
     case EPR_EXPERTS_F: return rt[0];
     case EPR_EXPERTS_B: return rt[1];
     case EPR_EXPERTS_W: return rt[2];
-    case EPR_EXPERTS_BW: return rt[1] + rt[2];
+    case EPR_EXPERTS_BW: return mp_time_add(rt[1], rt[2]);
     default: return 0;
     }
 }

@@ -18,7 +18,7 @@ int offload_copy(struct taskgraph *g, const struct offload *o, int chip, bool to
      * flight, not on the link (engine.h). */
     double ps = bytes * 1e12 / o->host.link_bw;
     mp_time lat = o->host.link_latency;
-    mp_time ser = ps < (double)MP_TIME_HUGE ? (mp_time)llround(ps) : MP_TIME_HUGE;
+    mp_time ser = mp_time_from_ps(ps); /* saturates (sim/common.h) */
     mp_time d = ser < MP_TIME_HUGE - lat ? ser + lat : MP_TIME_HUGE;
     struct op c = tg_op(OP_TRANSFER, chip, to_host ? STREAM_TO_HOST : STREAM_FROM_HOST,
                         to_host ? TAG_OFFLOAD : TAG_RELOAD, d);

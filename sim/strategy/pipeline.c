@@ -61,10 +61,10 @@ static struct op compute_op(const struct pipeline_plan *pl, int chip, const stru
     case PIPE_F: d = c->t_f; alloc = c->act_bytes; break;
     case PIPE_B: d = c->t_b; alloc = c->work_bytes; release = c->act_bytes - c->act_w_bytes + c->work_bytes; break;
     case PIPE_W: d = c->t_w; release = c->act_w_bytes; break;
-    case PIPE_BW: d = c->t_b + c->t_w; alloc = c->work_bytes; release = c->act_bytes + c->work_bytes; break;
+    case PIPE_BW: d = mp_time_add(c->t_b, c->t_w); alloc = c->work_bytes; release = c->act_bytes + c->work_bytes; break;
     case PIPE_FB: {
         const struct stage_cost *c2 = &pl->stage[p->stage2];
-        d = pl->t_fb > 0 ? pl->t_fb : c->t_f + c2->t_b + c2->t_w;
+        d = pl->t_fb > 0 ? pl->t_fb : mp_time_add(c->t_f, mp_time_add(c2->t_b, c2->t_w));
         alloc = c->act_bytes + c2->work_bytes;
         release = c2->act_bytes + c2->work_bytes;
         break;
@@ -204,7 +204,7 @@ static void dep_all(struct taskgraph *g, const int *deps, int n, int id)
 static mp_time seg_time(const struct pipeline_plan *pl, const struct tp_seg *sg, int mb)
 {
     if (!sg->ep_role || !pl->experts) return sg->duration;
-    return sg->duration + experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role);
+    return mp_time_add(sg->duration, experts_time(pl->experts, mb, sg->ep_layer, sg->ep_role));
 }
 
 /* Compute and communication time of one pass of (stage, mb). */
@@ -213,7 +213,10 @@ static void pass_sums(const struct pipeline_plan *pl, int stage, enum tp_pass_ki
 {
     const struct tp_pass *tpp = tensor_pass(pl->tensor, stage, k);
     const struct tp_seg *seg = pl->tensor->seg + tpp->off;
-    for (int i = 0; i < tpp->n; i++) *(seg[i].is_comm ? comm : compute) += seg_time(pl, &seg[i], mb);
+    for (int i = 0; i < tpp->n; i++) {
+        mp_time *sum = seg[i].is_comm ? comm : compute;
+        *sum = mp_time_add(*sum, seg_time(pl, &seg[i], mb));
+    }
 }
 
 /* DualPipe's F&B under expert parallelism: the forward of one microbatch
@@ -322,7 +325,7 @@ static struct unit_walk *units_begin(struct taskgraph *g, const struct pipeline_
     w->bound[0] = 0;
     for (int j = 0; j < u->n; j++) {
         at += u->share[w->reverse ? u->n - 1 - j : j];
-        w->bound[j + 1] = j + 1 == u->n ? total : (mp_time)llround(at * (double)total);
+        w->bound[j + 1] = j + 1 == u->n ? total : mp_time_from_ps(at * (double)total);
     }
     return w;
 }
@@ -488,7 +491,7 @@ static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, 
      * ends. */
     mp_time total = 0, at = 0;
     for (int i = 0; i < tpp->n; i++)
-        if (!seg[i].is_comm) total += seg_time(pl, &seg[i], p->mb);
+        if (!seg[i].is_comm) total = mp_time_add(total, seg_time(pl, &seg[i], p->mb));
     struct unit_walk *w = units_begin(g, pl, carry, device, chip, p, k, total);
     for (int k = 0; k < tpp->n; k++) {
         const struct tp_seg *sg = &seg[k];
@@ -508,7 +511,7 @@ static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, 
             }
             struct op o = base;
             o.duration = seg_time(pl, sg, p->mb);
-            at += o.duration;
+            at = mp_time_add(at, o.duration);
             o.alloc_bytes = k == first_c ? base.alloc_bytes : 0;
             o.free_bytes = k == last_c ? base.free_bytes : 0;
             id = tg_add(g, &o);
@@ -557,10 +560,10 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     int n = system_route_buf(pl->sys, src, dst, stack, 64, &links);
     double bytes = pl->stage[s].send_bytes;
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
-                        system_route_time(pl->sys, links, n, bytes) + pl->hop);
+                        mp_time_add(system_route_time(pl->sys, links, n, bytes), pl->hop));
     /* The route's latency and the hand-off delay are propagation: the link
      * and stream are free once the bytes have left (DESIGN.md §2). */
-    o.latency = system_route_time(pl->sys, links, n, 0) + pl->hop;
+    o.latency = mp_time_add(system_route_time(pl->sys, links, n, 0), pl->hop);
     o.bytes = bytes;
     o.comm = COMM_PP;
     o.mb = mb;
@@ -579,6 +582,20 @@ static int arrival(struct op_index *ix, int mb, int from, int dir, int pass)
 {
     int send = *at_send(ix, mb, from, dir);
     return send >= 0 ? send : *at_pass(ix, mb, from, pass);
+}
+
+/* The last W/BW op index per (device, stage), two device slots per stage. */
+struct last_w {
+    int *dev, *k; /* [stage * 2 + slot] */
+};
+
+static int *last_w_at(struct last_w *lw, int device, int stage)
+{
+    int *dev = lw->dev + (size_t)stage * 2;
+    int slot = dev[0] == device || dev[0] < 0 ? 0 : 1;
+    assert(dev[slot] == device || dev[slot] < 0); /* at most two devices per stage */
+    dev[slot] = device;
+    return lw->k + (size_t)stage * 2 + slot;
 }
 
 void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct pipeline_out *out)
@@ -607,15 +624,18 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     if (cpp && cpp->ulysses > tp) tp = cpp->ulysses;
     int *ready = mp_xmalloc((size_t)tp * sizeof *ready), *done = mp_xmalloc((size_t)tp * sizeof *done);
     /* The program index of each (device, stage)'s last weight-gradient op:
-     * its gradients are complete for the step when it ends (DualPipe runs a
-     * stage on two devices). */
-    int *last_w = mp_xmalloc((size_t)S * prog->devices * sizeof *last_w);
-    for (int i = 0; i < S * prog->devices; i++) last_w[i] = -1;
+     * its gradients are complete for the step when it ends. A stage runs on
+     * one device, or two under DualPipe, so two slots per stage keep this
+     * O(stages) (a stages × devices table was pp² × 4 bytes: 6.4 GB at
+     * pp = 40,000). */
+    struct last_w lw = { .dev = mp_xmalloc((size_t)S * 2 * sizeof *lw.dev),
+                         .k = mp_xmalloc((size_t)S * 2 * sizeof *lw.k) };
+    for (size_t i = 0; i < (size_t)S * 2; i++) lw.dev[i] = lw.k[i] = -1;
     for (int d = 0; d < prog->devices; d++)
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
-            if (p->kind == PIPE_W || p->kind == PIPE_BW) last_w[d * S + p->stage] = k;
-            if (p->kind == PIPE_FB) last_w[d * S + p->stage2] = k;
+            if (p->kind == PIPE_W || p->kind == PIPE_BW) *last_w_at(&lw, d, p->stage) = k;
+            if (p->kind == PIPE_FB) *last_w_at(&lw, d, p->stage2) = k;
         }
 
     /* Pass 1: every compute op in each device's order, each followed by the
@@ -632,7 +652,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
         int prev_first = -1;
         for (int k = 0; k < prog->n_ops[d]; k++) {
             const struct pipe_op *p = &prog->ops[d][k];
-            bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && last_w[d * S + p->stage] == k;
+            bool last = (p->kind == PIPE_W || p->kind == PIPE_BW) && *last_w_at(&lw, d, p->stage) == k;
             /* Offloaded activations come back before the backward, fetched
              * once the pass before it has started and they have arrived. */
             int reload = -1;
@@ -694,7 +714,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
              * gradients are done when it is. */
             if (pl->on_grad && !em.grad_seen) {
                 if (last) pl->on_grad(pl->hook_ctx, g, d, p->stage, -1, em.last_compute);
-                else if (p->kind == PIPE_FB && last_w[d * S + p->stage2] == k)
+                else if (p->kind == PIPE_FB && *last_w_at(&lw, d, p->stage2) == k)
                     pl->on_grad(pl->hook_ctx, g, d, p->stage2, -1, em.last_compute);
             }
             if (pl->record_origin) {
@@ -742,7 +762,8 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
     free(ix.stash);
     free(ready);
     free(done);
-    free(last_w);
+    free(lw.dev);
+    free(lw.k);
 }
 
 void pipeline_out_release(struct pipeline_out *out)

@@ -49,12 +49,14 @@ static int gen_1f1b(const struct pipe_shape *shape, struct pipe_program *prog,
  * simulate. */
 const struct schedule_kind sched_gpipe = {
     .name = "gpipe",
+    .chunks = 1, .passes = 2,
     .summary = "GPipe: all forwards, then all backwards; stashes every microbatch",
     .generate = gen_gpipe,
 };
 
 const struct schedule_kind sched_1f1b = {
     .name = "1f1b",
+    .chunks = 1, .passes = 2,
     .summary = "1F1B (Megatron, non-interleaved): warm-up, one forward one backward, cool-down",
     .generate = gen_1f1b,
 };

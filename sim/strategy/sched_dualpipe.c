@@ -204,6 +204,7 @@ static int gen_dualpipev(const struct pipe_shape *shape, struct pipe_program *pr
 
 const struct schedule_kind sched_dualpipe = {
     .name = "dualpipe",
+    .chunks = 1, .passes = 3,
     .summary = "DualPipe (DeepSeek-V3): two directions at once, F&B overlap, 2x parameters",
     .check = check_dualpipe,
     .generate = gen_dualpipe,
@@ -211,6 +212,7 @@ const struct schedule_kind sched_dualpipe = {
 
 const struct schedule_kind sched_dualpipev = {
     .name = "dualpipev",
+    .chunks = 2, .passes = 3,
     .summary = "DualPipeV: DualPipe folded into a V of 2·pp stages, one parameter copy",
     .check = check_dualpipev,
     .generate = gen_dualpipev,

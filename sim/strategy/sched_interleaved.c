@@ -123,6 +123,7 @@ static int gen_interleaved(const struct pipe_shape *shape, struct pipe_program *
 
 const struct schedule_kind sched_interleaved = {
     .name = "interleaved",
+    .chunks = 0, .passes = 2,
     .summary = "interleaved 1F1B (Megatron virtual pipeline): vpp chunks per device, "
                "bubble / vpp",
     .check = check_interleaved,

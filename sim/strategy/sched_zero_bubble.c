@@ -89,33 +89,45 @@ static double eval_makespan(const struct pipe_program *prog, const struct zb_tim
     double *free_at = mp_xcalloc((size_t)D, sizeof *free_at);
     int *pc = mp_xcalloc((size_t)D, sizeof *pc);
     for (size_t i = 0; i < n; i++) fend[i] = bend[i] = -1;
-    int progress = 1;
-    while (progress) {
-        progress = 0;
-        for (int d = 0; d < D; d++) {
-            for (; pc[d] < prog->n_ops[d]; pc[d]++) {
-                const struct pipe_op *op = &prog->ops[d][pc[d]];
-                size_t id = (size_t)op->mb * S + op->stage;
-                double start = free_at[d], dep, dur;
-                if (op->kind == PIPE_F) {
-                    dep = op->stage > 0 ? fend[id - 1] : 0;
-                    dur = t->f;
-                } else if (op->kind == PIPE_W) {
-                    dep = bend[id];
-                    dur = t->w;
-                } else { /* B or BW */
-                    dep = op->stage < S - 1 ? bend[id + 1] : fend[id];
-                    dur = op->kind == PIPE_B ? t->b : t->b + t->w;
-                }
-                if (dep < 0) break;
-                if (dep > start) start = dep;
-                free_at[d] = start + dur;
-                if (op->kind == PIPE_F) fend[id] = free_at[d];
-                else if (op->kind != PIPE_W) bend[id] = free_at[d];
-                progress = 1;
+    /* Each device runs its ops until one waits for an input; the device
+     * that produces that input wakes it (a worklist: sweeping every device
+     * until nothing moved took pp sweeps down a V's return leg, O(pp²)).
+     * The times do not depend on the order devices are taken in. */
+    int *todo = mp_xmalloc((size_t)D * sizeof *todo), n_todo = 0;
+    char *queued = mp_xcalloc((size_t)D, 1);
+    for (int d = D - 1; d >= 0; d--) todo[n_todo++] = d, queued[d] = 1;
+    while (n_todo > 0) {
+        int d = todo[--n_todo];
+        queued[d] = 0;
+        for (; pc[d] < prog->n_ops[d]; pc[d]++) {
+            const struct pipe_op *op = &prog->ops[d][pc[d]];
+            size_t id = (size_t)op->mb * S + op->stage;
+            double start = free_at[d], dep, dur;
+            if (op->kind == PIPE_F) {
+                dep = op->stage > 0 ? fend[id - 1] : 0;
+                dur = t->f;
+            } else if (op->kind == PIPE_W) {
+                dep = bend[id];
+                dur = t->w;
+            } else { /* B or BW */
+                dep = op->stage < S - 1 ? bend[id + 1] : fend[id];
+                dur = op->kind == PIPE_B ? t->b : t->b + t->w;
             }
+            if (dep < 0) break;
+            if (dep > start) start = dep;
+            free_at[d] = start + dur;
+            int wake = -1;
+            if (op->kind == PIPE_F) {
+                fend[id] = free_at[d];
+                if (op->stage + 1 < S) wake = prog->device_of[op->stage + 1];
+            } else if (op->kind != PIPE_W) {
+                bend[id] = free_at[d];
+                if (op->stage > 0) wake = prog->device_of[op->stage - 1];
+            }
+            if (wake >= 0 && wake != d && !queued[wake]) queued[wake] = 1, todo[n_todo++] = wake;
         }
     }
+    free(todo), free(queued);
     double span = 0;
     for (int d = 0; d < D; d++) {
         if (pc[d] < prog->n_ops[d]) span = -1;
@@ -166,16 +178,69 @@ struct greedy_cfg {
     int b_first, w_fits;
 };
 
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* A min-heap of (time, device): when each busy device's current op ends. */
+struct end_heap {
+    double *t;
+    int *d, n;
+};
+
+static void heap_push(struct end_heap *h, double t, int d)
+{
+    int i = h->n++;
+    while (i > 0) {
+        int up = (i - 1) / 2;
+        if (h->t[up] < t || (h->t[up] == t && h->d[up] < d)) break;
+        h->t[i] = h->t[up], h->d[i] = h->d[up];
+        i = up;
+    }
+    h->t[i] = t, h->d[i] = d;
+}
+
+static int heap_pop(struct end_heap *h)
+{
+    int top = h->d[0];
+    double t = h->t[--h->n];
+    int d = h->d[h->n], i = 0;
+    for (;;) {
+        int c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && (h->t[c + 1] < h->t[c] || (h->t[c + 1] == h->t[c] && h->d[c + 1] < h->d[c])))
+            c++;
+        if (t < h->t[c] || (t == h->t[c] && d < h->d[c])) break;
+        h->t[i] = h->t[c], h->d[i] = h->d[c];
+        i = c;
+    }
+    h->t[i] = t, h->d[i] = d;
+    return top;
+}
+
+/* The greedy as an event loop. A free device's choice depends only on its
+ * own stages' counters and memory and on the end times of its neighbours'
+ * passes, so it can change only when one of its own ops ends or when an op
+ * ends on a stage next to one of its own (an F on stage s − 1 or a B on
+ * stage s + 1); only those devices are looked at, at each op end, in device
+ * order. (Looking at every device at every op end made the greedy
+ * quadratic in pp: 95 s for zb-v at pp = 20,000, one microbatch.) */
 static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
 {
     int D = prog->devices, S = prog->stages, m = prog->microbatches;
     size_t n = (size_t)m * S;
-    /* stages of each device, in stage order */
-    int *nst = mp_xcalloc((size_t)D, sizeof *nst);
-    int *st = mp_xmalloc((size_t)D * S * sizeof *st);
+    /* stages of each device, in stage order: device d's are st[off[d]..],
+     * nst[d] of them (a CSR list, O(stages); a devices × stages table was
+     * quadratic in pp) */
+    int *nst = mp_xcalloc((size_t)D, sizeof *nst), *off = mp_xcalloc((size_t)D + 1, sizeof *off);
+    int *st = mp_xmalloc((size_t)S * sizeof *st);
+    for (int s = 0; s < S; s++) off[prog->device_of[s] + 1]++;
+    for (int d = 0; d < D; d++) off[d + 1] += off[d];
     for (int s = 0; s < S; s++) {
         int d = prog->device_of[s];
-        st[d * S + nst[d]++] = s;
+        st[off[d] + nst[d]++] = s;
     }
     double *fend = mp_xmalloc(n * sizeof *fend), *bend = mp_xmalloc(n * sizeof *bend);
     for (size_t i = 0; i < n; i++) fend[i] = bend[i] = -1;
@@ -187,16 +252,26 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
     for (int d = 1; d < D; d++) wq_base[d] = wq_base[d - 1] + m * nst[d - 1];
     double *mem = mp_xcalloc((size_t)D, sizeof *mem);
     double *free_at = mp_xcalloc((size_t)D, sizeof *free_at);
+    int *last_kind = mp_xmalloc((size_t)D * sizeof *last_kind), *last_stage = mp_xmalloc((size_t)D * sizeof *last_stage);
+    /* Devices to look at now (a list, and a flag against duplicates). */
+    int *todo = mp_xmalloc((size_t)D * sizeof *todo), n_todo = 0;
+    char *queued = mp_xcalloc((size_t)D, 1);
+    struct end_heap h = { mp_xmalloc((size_t)D * sizeof *h.t), mp_xmalloc((size_t)D * sizeof *h.d), 0 };
+    for (int d = 0; d < D; d++) todo[n_todo++] = d, queued[d] = 1;
     long total = 3L * m * S, done = 0;
     double now = 0;
     int rc = MP_OK;
     while (done < total) {
-        for (int d = 0; d < D; d++) {
+        /* In device order, as a sweep over all of them would take them. */
+        qsort(todo, (size_t)n_todo, sizeof *todo, cmp_int);
+        for (int t = 0; t < n_todo; t++) {
+            int d = todo[t];
+            queued[d] = 0;
             if (free_at[d] > now) continue;
             int fs = -1, bs = -1; /* chosen stages for F and B */
             double next_in = INFINITY;
             for (int j = nst[d] - 1; j >= 0; j--) {
-                int s = st[d * S + j];
+                int s = st[off[d] + j];
                 int k = nf[s];
                 if (k < m) {
                     double in = s > 0 ? fend[(size_t)k * S + s - 1] : 0;
@@ -245,19 +320,40 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
             }
             pipe_program_push(prog, d, pipe_op_single(kind, mb, s));
             free_at[d] = now + dur;
+            last_kind[d] = kind, last_stage[d] = s;
+            heap_push(&h, free_at[d], d);
             done++;
         }
-        double next = INFINITY;
-        for (int d = 0; d < D; d++)
-            if (free_at[d] > now && free_at[d] < next) next = free_at[d];
-        if (done < total && next == INFINITY) {
+        n_todo = 0;
+        if (done >= total) break;
+        /* The next op end; every device whose op ends then, and the
+         * devices next to the stages those ops were on. */
+        /* An op that took no time (a time lost in rounding) is no event:
+         * its device is looked at again at the next one. */
+        while (h.n > 0 && !(h.t[0] > now)) {
+            int d = heap_pop(&h);
+            if (!queued[d]) queued[d] = 1, todo[n_todo++] = d;
+        }
+        if (h.n == 0 && n_todo == 0) {
             rc = MP_ERR_INTERNAL; /* nothing runs and nothing will: the limit is too tight */
             break;
         }
-        now = next;
+        /* Only ops that took no time: their devices go on at the same time
+         * (pass times 10^15 apart, where now + t == now in a double). */
+        if (h.n == 0) continue;
+        now = h.t[0];
+        while (h.n > 0 && h.t[0] == now) {
+            int d = heap_pop(&h), s = last_stage[d];
+            int wake[3] = { d, -1, -1 };
+            if (last_kind[d] == PIPE_F && s + 1 < S) wake[1] = prog->device_of[s + 1];
+            if (last_kind[d] == PIPE_B && s > 0) wake[2] = prog->device_of[s - 1];
+            for (int k = 0; k < 3; k++)
+                if (wake[k] >= 0 && !queued[wake[k]]) queued[wake[k]] = 1, todo[n_todo++] = wake[k];
+        }
     }
-    free(nst), free(st), free(fend), free(bend), free(nf), free(nb);
+    free(nst), free(off), free(st), free(fend), free(bend), free(nf), free(nb);
     free(wq), free(wq_head), free(wq_tail), free(wq_base), free(mem), free(free_at);
+    free(last_kind), free(last_stage), free(todo), free(queued), free(h.t), free(h.d);
     return rc;
 }
 
@@ -415,18 +511,21 @@ static int gen_zb_auto(const struct pipe_shape *shape, struct pipe_program *prog
 
 const struct schedule_kind sched_zb_h1 = {
     .name = "zb-h1",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble H1: 1F1B memory, W deferred into the cool-down",
     .generate = gen_zb_h1,
 };
 
 const struct schedule_kind sched_zb_h2 = {
     .name = "zb-h2",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble H2: extra warm-up forwards, ~zero bubble at ~2x 1F1B memory",
     .generate = gen_zb_h2,
 };
 
 const struct schedule_kind sched_zb_v = {
     .name = "zb-v",
+    .chunks = 2, .passes = 3,
     .summary = "zero bubble V: 2 chunks per device in a V, ~zero bubble at 1F1B memory",
     .check = check_zb_v,
     .generate = gen_zb_v,
@@ -434,6 +533,7 @@ const struct schedule_kind sched_zb_v = {
 
 const struct schedule_kind sched_zb_auto = {
     .name = "zb-auto",
+    .chunks = 1, .passes = 3,
     .summary = "zero bubble, greedy search under training.memory_limit (default pp x M_B)",
     .check = check_zb_auto,
     .generate = gen_zb_auto,

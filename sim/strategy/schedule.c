@@ -35,6 +35,14 @@ const struct schedule_kind *schedule_find(const char *name)
     return NULL;
 }
 
+double schedule_ops_estimate(const char *name, const struct pipe_shape *shape)
+{
+    const struct schedule_kind *k = schedule_find(name);
+    double chunks = !k ? 2 : k->chunks > 0 ? k->chunks : shape->chunks > 0 ? shape->chunks : 1;
+    double passes = k && k->passes > 0 ? k->passes : 3;
+    return (double)shape->devices * chunks * shape->microbatches * passes;
+}
+
 const char *schedule_names(void)
 {
     /* Built on first use: the table is constant, so the text never changes. */
@@ -72,9 +80,23 @@ int schedule_generate(const char *name, const struct pipe_shape *shape,
 {
     memset(prog, 0, sizeof *prog);
     const struct schedule_kind *kind = schedule_find(name);
-    if (!kind)
-        return mp_fail(err, MP_ERR_INPUT, "unknown pipeline schedule '%s' (known: %s)",
-                       name ? name : "(null)", schedule_names());
+    if (!kind) {
+        /* The nearest name, case aside ("GPIPE" is gpipe): names are lower case. */
+        const char *near = NULL;
+        size_t best = SIZE_MAX;
+        for (int i = 0; name && schedule_kinds[i]; i++) {
+            size_t d = mp_edit_distance(name, schedule_kinds[i]->name);
+            if (d < best) best = d, near = schedule_kinds[i]->name;
+        }
+        char hint[96] = "";
+        if (near && best <= 1 + strlen(name) / 4)
+            snprintf(hint, sizeof hint, " (did you mean '%s'?%s)", near,
+                     best == 0 ? " schedule names are lower case" : "");
+        char q[128];
+        mp_quote(name ? name : "", name ? strlen(name) : 0, 60, q, sizeof q);
+        return mp_fail(err, MP_ERR_INPUT, "unknown pipeline schedule '%s'%s; known: %s", q, hint,
+                       schedule_names());
+    }
     if (shape->devices < 1)
         return mp_fail(err, MP_ERR_INPUT, "%s: pipeline devices (pp) must be at least 1, got %d",
                        name, shape->devices);

@@ -72,6 +72,10 @@ struct schedule_kind {
     /* Fill `prog` (already pipe_program_init'ed by the caller). */
     int (*generate)(const struct pipe_shape *shape, struct pipe_program *prog,
                     struct mp_error *err);
+    /* Its size, for the work estimate before it is built (issue 16): stages
+     * per device (0: parallel.vpp; V schedules 2) and ops per microbatch
+     * per stage (F + BW = 2; F, B, W = 3). */
+    int chunks, passes;
 };
 
 /* NULL-terminated table of every schedule. */
@@ -79,6 +83,11 @@ extern const struct schedule_kind *const schedule_kinds[];
 
 /* Look up by name; NULL if unknown. */
 const struct schedule_kind *schedule_find(const char *name);
+
+/* How many ops the schedule `name` gives `shape` (devices × chunks × m ×
+ * passes, an upper bound where F and B merge), before it is built; an
+ * unknown name counts 2 chunks of 3. */
+double schedule_ops_estimate(const char *name, const struct pipe_shape *shape);
 
 /* Comma-separated list of known names, for error messages. */
 const char *schedule_names(void);

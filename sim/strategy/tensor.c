@@ -2,6 +2,7 @@
 #include "tensor.h"
 
 #include <assert.h>
+#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,15 +47,15 @@ static void compute(struct builder *b, mp_time d, bool needs, int grad_layer)
     if (here(b) > 0) {
         struct tp_seg *prev = &b->p->seg[b->p->n_seg - 1];
         if (!prev->is_comm && prev->grad_layer < 0 && wait < 0 && !prev->ep_role) {
-            prev->duration += d;
-            prev->grad_layer = (int16_t)grad_layer;
+            prev->duration = mp_time_add(prev->duration, d);
+            prev->grad_layer = (int32_t)grad_layer;
             return;
         }
     }
     struct tp_seg *s = push(b);
     s->duration = d;
-    s->wait = (int16_t)wait;
-    s->grad_layer = (int16_t)grad_layer;
+    s->wait = (int32_t)wait;
+    s->grad_layer = (int32_t)grad_layer;
 }
 
 /* A collective of the stage's group, issued when the compute before it ends.
@@ -95,8 +96,8 @@ static void ep_seg(struct builder *b, enum ep_role role, int layer, bool needs)
     int idx = here(b);
     struct tp_seg *s = push(b);
     s->ep_role = (uint8_t)role;
-    s->ep_layer = (int16_t)layer;
-    s->wait = (int16_t)wait;
+    s->ep_layer = (int32_t)layer;
+    s->wait = (int32_t)wait;
     if (is_comm) {
         s->is_comm = 1;
         s->op = COLL_ALL_TO_ALL;
@@ -112,8 +113,8 @@ static void compute_after(struct builder *b, mp_time d, int wait, int grad_layer
     if (d <= 0 && grad_layer < 0) return;
     struct tp_seg *s = push(b);
     s->duration = d;
-    s->wait = (int16_t)wait;
-    s->grad_layer = (int16_t)grad_layer;
+    s->wait = (int32_t)wait;
+    s->grad_layer = (int32_t)grad_layer;
 }
 
 /* Compute that runs beside collective `comm_idx` of the pass: the two
@@ -126,7 +127,7 @@ static mp_time contend(const struct builder *b, int comm_idx, mp_time c)
     if (comm_idx < 0 || c <= 0 || eta >= 1) return c;
     mp_time a = b->p->seg[b->start + comm_idx].duration;
     mp_time lo = a < c ? a : c;
-    return c + (mp_time)llround((1 - eta) * (double)lo);
+    return mp_time_add(c, mp_time_from_ps((1 - eta) * (double)lo));
 }
 
 struct layer_times {
@@ -167,7 +168,7 @@ static void cp_core(struct builder *b, int l, bool backward)
             sg->bytes = pcs[i].bytes;
             sg->blocking = pcs[i].blocking;
         } else {
-            sg->wait = (int16_t)(pcs[i].wait >= 0 ? at[pcs[i].wait] : -1);
+            sg->wait = (int32_t)(pcs[i].wait >= 0 ? at[pcs[i].wait] : -1);
         }
     }
     b->pending = n > 0 && pcs[n - 1].is_comm ? at[n - 1] : -1;
@@ -414,7 +415,7 @@ static void tsp_layer(struct builder *b, int l, int next, const struct layer_tim
         else comm(b, COLL_ALL_GATHER, t->w_bytes, true);
     }
     mp_time main = fwd ? t->f : dgrad ? t->b + t->rc : 0;
-    mp_time first = (mp_time)(0.5 * t->a * (double)main);
+    mp_time first = mp_time_scale(main, 0.5 * t->a);
     compute(b, first, true, -1);
     if (L->kind == LAYER_DECODER && (fwd || dgrad))
         comm(b, fwd ? COLL_ALL_GATHER : COLL_REDUCE_SCATTER, t->kv_bytes, true);
@@ -500,6 +501,28 @@ void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in)
         struct builder b = { .p = p, .in = in, .stage = st };
         for (int k = 0; k < N_TP_PASSES; k++) build_pass(&b, (enum tp_pass_kind)k);
     }
+}
+
+bool tensor_degree_ok(const struct model *m, int tp)
+{
+    if (tp <= 1) return true;
+    if (m->heads > 0 && m->heads % tp) return false;
+    return m->kv_heads <= 0 || m->kv_heads % tp == 0 || tp % m->kv_heads == 0;
+}
+
+int tensor_check_degree(const struct model *m, int tp, const char *where, struct mp_error *err)
+{
+    if (tensor_degree_ok(m, tp)) return MP_OK;
+    char ok[128] = "";
+    int n = 0;
+    for (int d = 1; d <= m->heads && n < (int)sizeof ok - 16; d++)
+        if (tensor_degree_ok(m, d)) n += snprintf(ok + n, sizeof ok - (size_t)n, "%s%d", n ? ", " : "", d);
+    if (m->heads > 0 && m->heads % tp)
+        return mp_fail(err, MP_ERR_INPUT, "%s: parallel.tp = %d does not divide model %s's %d "
+                       "attention heads: expected one of %s", where, tp, m->name, m->heads, ok);
+    return mp_fail(err, MP_ERR_INPUT, "%s: parallel.tp = %d neither divides model %s's %d KV "
+                   "heads nor is a multiple of them: expected one of %s", where, tp, m->name,
+                   m->kv_heads, ok);
 }
 
 void tensor_plan_release(struct tensor_plan *p)

@@ -66,9 +66,9 @@ enum tp_pass_kind { TPP_F, TPP_B, TPP_W, TPP_BW, TPP_W_LAST, TPP_BW_LAST, N_TP_P
 struct tp_seg {
     mp_time duration;     /* compute: its time; comm: the collective's fast time */
     double bytes;         /* comm: the collective's buffer (collective.h) */
-    int16_t wait;         /* compute: index in the pass of the comm segment it waits
+    int32_t wait;         /* compute: index in the pass of the comm segment it waits
                              for, -1 none; comm: unused */
-    int16_t grad_layer;   /* compute: after it the weight grads of this model layer
+    int32_t grad_layer;   /* compute: after it the weight grads of this model layer
                              are complete (last passes only), -1 none */
     uint8_t is_comm;
     uint8_t blocking;     /* comm: a later compute (or the pass's output) needs it */
@@ -77,7 +77,7 @@ struct tp_seg {
      * whose duration depends on the microbatch's routing, and its model
      * layer; the pipeline asks experts_time for it. EPR_NONE otherwise. */
     uint8_t ep_role;
-    int16_t ep_layer;
+    int32_t ep_layer;     /* int32: models have up to 10^5 layers, a pass as many segments */
     /* Context parallelism: enum cp_group (context.h) of a comm segment that
      * runs in the lane's CP ring or all-to-all group; 0 = the TP group. */
     uint8_t group;
@@ -139,6 +139,17 @@ struct tensor_input {
  * n = 0 and the pipeline emits one op per pass, as before this module. */
 void tensor_plan_build(struct tensor_plan *p, const struct tensor_input *in);
 void tensor_plan_release(struct tensor_plan *p);
+
+/* Whether tensor parallelism of degree `tp` splits `m`'s attention: the
+ * query heads evenly (heads % tp = 0), and the KV heads either evenly
+ * (kv_heads % tp = 0) or each copied on tp / kv_heads ranks (tp %
+ * kv_heads = 0, as vLLM and Megatron-Core replicate GQA's KV heads). The
+ * run, the plan and the search all ask this. */
+bool tensor_degree_ok(const struct model *m, int tp);
+
+/* tensor_degree_ok, or MP_ERR_INPUT: "WHERE: parallel.tp = 3 does not
+ * divide model M's 32 attention heads: expected a divisor (1, 2, 4, ...)". */
+int tensor_check_degree(const struct model *m, int tp, const char *where, struct mp_error *err);
 
 /* Passes of a stage. */
 const struct tp_pass *tensor_pass(const struct tensor_plan *p, int stage, enum tp_pass_kind k);

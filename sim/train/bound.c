@@ -220,7 +220,7 @@ static mp_time group_time(const struct sim *s, const struct config *cfg, int d, 
 
 static mp_time host_copy(const struct sim *s, double bytes)
 {
-    return s->sys.host.link_latency + (mp_time)llround(bytes * 1e12 / s->sys.host.link_bw);
+    return mp_time_add(s->sys.host.link_latency, mp_time_from_ps(bytes * 1e12 / s->sys.host.link_bw));
 }
 
 /* Collective or copy times by bytes, priced once per bound (ZeRO-3 moves
@@ -381,7 +381,7 @@ static mp_time stream_sum(const struct sim *s, const double *lp, const struct co
         }
     double most = dpq > from ? dpq : from;
     if (to > most) most = to;
-    return (mp_time)floor(most);
+    return mp_time_from_ps(floor(most)); /* a whole number already: no rounding */
 }
 
 /* The busiest moment of device d's activations, from the program's order
@@ -556,7 +556,7 @@ int sim_bound_many(const struct config *const *cfgs, int n, const struct sim_opt
         struct dev_mem dm;
         if (s.has_model) device_stash(&s, lp, d, &dm);
         /* Rounded down: a bound must not gain from rounding. */
-        mp_time bz = (mp_time)floor(busy), tr = (mp_time)ceil(trail);
+        mp_time bz = mp_time_from_ps(floor(busy)), tr = mp_time_from_ps(ceil(trail));
         /* Offloaded activations (training.offload = all, ZeRO-3 units,
          * pipeline.c): a forward's stash goes to the host as its compute
          * ends, and comes back for the backward once it has arrived there

@@ -15,11 +15,10 @@ struct price_memo {
     bool set[EXPERT_MEMO];
 };
 
+/* Saturating at MP_TIME_HUGE: the one checked path (sim/common.h). */
 static mp_time ps_of(double seconds)
 {
-    double ps = seconds * 1e12;
-    if (!(ps < (double)MP_TIME_HUGE)) return MP_TIME_HUGE;
-    return (mp_time)llround(ps);
+    return mp_time_from_s(seconds);
 }
 
 struct kernel_params price_kernel_params(const struct sim *s)

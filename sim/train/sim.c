@@ -17,6 +17,8 @@
 #include "sim/strategy/data_parallel.h"
 #include "sim/strategy/steady.h"
 #include "sim/strategy/tensor.h"
+#include "estimate.h"
+#include "sim/io/budget.h"
 #include "sim/io/units.h"
 
 void sim_stage_layers(int decoders, int stages, const int *per_stage, int s, int *lo, int *hi)
@@ -115,12 +117,12 @@ static void price_transformer(struct sim *s)
             c->act_w_bytes += lc.act_w_bytes;
             c->send_bytes = lc.boundary_bytes; /* the last layer's output leaves */
         }
-        /* Each part is at most MP_TIME_HUGE; check_horizon reports a sum
-         * past it before the engine runs. */
-        c->t_f = f < (double)MP_TIME_HUGE ? (mp_time)f : MP_TIME_HUGE;
-        c->t_b = b < (double)MP_TIME_HUGE ? (mp_time)b : MP_TIME_HUGE;
-        c->t_w = w < (double)MP_TIME_HUGE ? (mp_time)w : MP_TIME_HUGE;
-        c->t_rc = rc < (double)c->t_b ? (mp_time)rc : c->t_b;
+        /* Each part is at most MP_TIME_HUGE (every kernel's time saturates);
+         * check_horizon reports a sum past it before the engine runs. */
+        c->t_f = mp_time_from_ps(f);
+        c->t_b = mp_time_from_ps(b);
+        c->t_w = mp_time_from_ps(w);
+        c->t_rc = rc < (double)c->t_b ? mp_time_from_ps(rc) : c->t_b;
         if (c->act_w_bytes > c->act_bytes) c->act_w_bytes = c->act_bytes;
     }
 }
@@ -192,8 +194,14 @@ static int plan_experts(struct sim *s, struct mp_error *err)
                        "model (it has no experts)", cfg->path, cfg->path[0] ? ": " : "", ep);
     char trace[1024] = "";
     int rc;
+    if (cfg->experts.routing == EP_TRACE && !strcmp(cfg->experts.trace, "none")) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, "experts.routing", where, sizeof where);
+        return mp_fail(err, MP_ERR_INPUT, "%s = trace needs experts.trace, a CSV of expert "
+                       "loads (one row per MoE layer, one column per expert): got none", where);
+    }
     if (cfg->experts.routing == EP_TRACE &&
-        (rc = config_resolve(cfg, cfg->experts.trace, "", NULL, trace, sizeof trace, err)))
+        (rc = config_resolve_key(cfg, "experts.trace", "", NULL, trace, sizeof trace, err)))
         return rc;
     int *group = mp_xmalloc((size_t)ep * sizeof *group);
     for (int r = 0; r < ep; r++) group[r] = s->chip_of_device[0] + r;
@@ -448,12 +456,12 @@ static void real_stage_form(struct sim *s)
     r->formula_real_simulated_s = sim_s;
     r->has_formula_real = true;
     char a[32], b[32], c[32], d[32], e[32], t[32];
-    units_format_duration((mp_time)llround(step), a, sizeof a);
-    units_format_duration((mp_time)llround(most), b, sizeof b);
-    units_format_duration((mp_time)llround(h), c, sizeof c);
-    units_format_duration((mp_time)llround(tail), t, sizeof t);
-    units_format_duration((mp_time)llround(r->formula_real_bubble_s * 1e12), d, sizeof d);
-    units_format_duration((mp_time)llround(sim_s * 1e12), e, sizeof e);
+    units_format_duration(mp_time_from_ps(step), a, sizeof a);
+    units_format_duration(mp_time_from_ps(most), b, sizeof b);
+    units_format_duration(mp_time_from_ps(h), c, sizeof c);
+    units_format_duration(mp_time_from_ps(tail), t, sizeof t);
+    units_format_duration(mp_time_from_ps(r->formula_real_bubble_s * 1e12), d, sizeof d);
+    units_format_duration(mp_time_from_ps(sim_s * 1e12), e, sizeof e);
     snprintf(r->formula_real_text, sizeof r->formula_real_text,
              "on the real stage times T: sum(T) + (m-1) max T + 2(p-1) h + step work = %s "
              "(max T %s, h %s, step work %s), bubble %s per stage, simulated %s", a, b, c, t, d, e);
@@ -567,7 +575,7 @@ static void textbook_formula(struct sim *s)
     /* The real-stage form says something new only where the two part. */
     if (!uneven && !hops) r->has_formula_real = false;
     r->has_formula = true;
-    r->formula_step = (mp_time)llround(step);
+    r->formula_step = mp_time_from_ps(step);
     r->formula_bubble = pred;
     r->formula_simulated = sim;
     r->formula_figure = figure;
@@ -725,12 +733,41 @@ static void zb_priced_shape(const struct sim *s, struct pipe_shape *shape)
     }
 }
 
+/* The inputs an op's duration came from, for the horizon message: the
+ * chip's catalogue figures and the model's shape for compute, the fabric
+ * and the bytes for communication, the [synthetic] times for a synthetic
+ * model. */
+static void op_inputs(const struct sim *s, const struct op *o, char *buf, size_t size)
+{
+    const struct config *cfg = &s->cfg;
+    char what[512];
+    if (o->kind == OP_COMPUTE && !s->has_model) {
+        char f[32], b[32], w[32];
+        units_format_duration(cfg->synthetic.forward, f, sizeof f);
+        units_format_duration(cfg->synthetic.backward_input, b, sizeof b);
+        units_format_duration(cfg->synthetic.backward_weight, w, sizeof w);
+        snprintf(buf, size, "synthetic.forward = %s, backward_input = %s, backward_weight = %s",
+                 f, b, w);
+    } else if (o->kind == OP_COMPUTE) {
+        chip_describe(&s->sys.chip, what, sizeof what);
+        snprintf(buf, size, "%s, model %s (hidden %d, %d layers), model.seq_len = %d, "
+                 "training.micro_batch = %d, parallel.tp = %d", what, s->model.name,
+                 s->model.hidden, s->model.decoders, cfg->model.seq_len,
+                 cfg->training.micro_batch, cfg->parallel.tp);
+    } else {
+        char bytes[32];
+        units_format_size(o->bytes, bytes, sizeof bytes);
+        system_describe(&s->sys, what, sizeof what);
+        snprintf(buf, size, "%s moving %s", what, bytes);
+    }
+}
+
 /* The engine adds op durations to its clock. Whenever an op is unfinished
  * and the graph not stuck, some op is running, so the makespan is at most
  * the sum of all durations: if that sum fits in int64 picoseconds, no time
- * the engine forms can wrap. Past it, the scenario asks for a step longer
- * than about 106 days, which is an input error (issue 8), named by its
- * longest op. */
+ * the engine forms can wrap. An op that saturated (common.h: past 2^62 ps),
+ * or a sum past int64, is an input error (issues 8, 16) naming the inputs
+ * behind the longest op. */
 static int check_horizon(const struct sim *s, struct mp_error *err)
 {
     mp_time sum = 0;
@@ -739,19 +776,80 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
     for (int i = 0; i < s->g.n_ops; i++) {
         mp_time d = s->g.ops[i].duration;
         if (longest < 0 || d > s->g.ops[longest].duration) longest = i;
-        if (d < 0 || d >= MP_TIME_HUGE || __builtin_add_overflow(sum, d, &sum)) over = true;
+        if (d < 0 || mp_time_saturated(d) || __builtin_add_overflow(sum, d, &sum)) over = true;
     }
     if (!over) return MP_OK;
     const struct op *o = &s->g.ops[longest];
-    char t[64];
+    char t[64], inputs[768];
     units_format_duration(o->duration, t, sizeof t);
+    op_inputs(s, o, inputs, sizeof inputs);
+    const char *file = s->cfg.path[0] ? s->cfg.path : "scenario";
+    if (mp_time_saturated(o->duration))
+        return mp_fail(err, MP_ERR_INPUT,
+                       "%s: op %s on chip %d (stage %d) would take 2^62 ps (53 days) or more, "
+                       "past the longest duration mpsim counts; it comes from %s: expected %s",
+                       file, tg_tag_name(o->tag), o->chip, o->stage, inputs,
+                       o->kind != OP_COMPUTE ? "faster links (the system's bandwidths) or fewer "
+                       "bytes" : s->has_model ? "a faster chip, or a smaller model.seq_len or "
+                       "training.micro_batch" : "shorter [synthetic] times");
     return mp_fail(err, MP_ERR_INPUT,
-                   "%s%sthe step would last longer than int64 picoseconds can count (about "
-                   "106 days): its ops add up past 2^63 ps, the longest being op %s (%s) on chip %d, "
-                   "stage %d; expected smaller [synthetic] times, model.seq_len, "
-                   "training.global_batch or a faster chip and links",
-                   s->cfg.path, s->cfg.path[0] ? ": " : "", tg_tag_name(o->tag), t, o->chip,
-                   o->stage);
+                   "%s: the step would last longer than int64 picoseconds can count (about "
+                   "106 days): its %d ops add up past 2^63 ps, the longest being op %s (%s) on "
+                   "chip %d, stage %d, from %s; expected smaller [synthetic] times, "
+                   "model.seq_len, training.global_batch or a faster chip and links",
+                   file, s->g.n_ops, tg_tag_name(o->tag), t, o->chip, o->stage, inputs);
+}
+
+/* Issue 16: the graph keeps at most as many ops as the work budget's memory
+ * leaves after the system's chips (sim/io/budget.h); past that the builder
+ * only counts (taskgraph.h), and check_work reports the count. */
+static int op_cap(const struct sim *s, const struct sim_options *opts)
+{
+    if (opts->force) return 0; /* only int32's own limit */
+    double events = (WORK_BUDGET_BYTES - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP) /
+                    WORK_BYTES_PER_EVENT;
+    if (opts->budget_events > 0 && opts->budget_events < events) events = opts->budget_events;
+    return events < 1 ? 1 : events > INT32_MAX ? 0 : (int)events;
+}
+
+/* Past the work budget (or the per-run one of opts->budget_bytes)? `events`
+ * is the estimate before the schedule is built, or the graph's exact count. */
+static int check_work(const struct sim *s, const struct sim_options *opts, double events,
+                      double chips, struct mp_error *err)
+{
+    char what[CONFIG_STR + 96];
+    snprintf(what, sizeof what, "%s: the step (%d microbatches, pp %d, schedule %s)",
+             s->cfg.path[0] ? s->cfg.path : "scenario", config_microbatches(&s->cfg),
+             s->cfg.parallel.pp, s->cfg.training.schedule);
+    if (events > INT32_MAX && s->g.over)
+        return mp_fail(err, MP_ERR_INPUT, "%s needs %.0f ops, more than the 2^31 an op index "
+                       "counts: expected fewer microbatches (training.global_batch) or stages",
+                       what, events);
+    struct work_estimate w = { .events = events, .chips = chips };
+    /* A chip costs about what an event does (budget.h). */
+    if (!opts->force && opts->budget_events > 0 && events + chips > opts->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %.0f events and %.0f chips, past this run's budget "
+                       "of %.0f", what, events, chips, opts->budget_events);
+    return work_check(&w, what, "lower training.global_batch", opts->force, err);
+}
+
+/* Whether sim_run may simulate a shorter program (steady-state skipping,
+ * issue 22): asked for, no MoE layer (routing draws differ per microbatch),
+ * and no timeline or trace (those expand the whole step). */
+static bool may_skip(const struct sim *s, const struct sim_options *opts)
+{
+    if (!s->cfg.run.steady_skip || opts->record_memory || opts->record_released) return false;
+    for (int l = 0; s->has_model && l < s->model.n_layers; l++)
+        if (s->model.layer[l].moe) return false;
+    return true;
+}
+
+/* Compute ops of a schedule program, over its devices. */
+static double program_ops(const struct pipe_program *p)
+{
+    double n = 0;
+    for (int d = 0; d < p->devices; d++) n += p->n_ops[d];
+    return n;
 }
 
 static int schedule_failed(struct sim *s, int rc, const struct mp_error *err)
@@ -835,11 +933,12 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
         s->has_model = true;
     }
     if ((rc = chip_catalog_load_default(&s->catalog, err))) return rc;
-    if ((rc = config_resolve(cfg, cfg->hardware.system, "hardware/systems", ".ini", path,
+    if ((rc = config_resolve_key(cfg, "hardware.system", "hardware/systems", ".ini", path,
                              sizeof path, err)))
         return rc;
     int chips = (int)config_chips(cfg);
-    if ((rc = system_load(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
+    /* The links are laid out in sim_run, once the work budget allows them. */
+    if ((rc = system_plan(&s->sys, path, cfg->hardware.nodes, chips, &s->catalog, err))) return rc;
     s->has_system = true;
     if (s->has_model && (rc = price_load(s, NULL, err))) return rc;
     return MP_OK;
@@ -913,10 +1012,16 @@ static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct ste
     tg_init(&s->g, s->sys.n_chips,
             s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
     s->has_graph = true;
+    s->g.max_ops = op_cap(s, opts);
     plan->prog = sp ? &sp->reduced : &s->prog;
     plan->record_origin = sp != NULL;
     struct pipeline_out po;
     build_graph(s, plan, &po);
+    if (s->g.over) {
+        pipeline_out_release(&po);
+        int rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err);
+        if (rc) return rc;
+    }
     tg_finalize(&s->g);
     bool declared = sp && declare_period(s, sp, &po);
     pipeline_out_release(&po);
@@ -931,18 +1036,28 @@ static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct ste
 
 /* The run of the shorter graph, expanded onto the full one (engine_expand),
  * which then replaces it: reports read every op of the step. */
-static int expand_full(struct sim *s, struct pipeline_plan *plan, struct mp_error *err)
+static int expand_full(struct sim *s, struct pipeline_plan *plan,
+                       const struct sim_options *opts, struct mp_error *err)
 {
     struct taskgraph short_g = s->g;
     struct engine short_e = s->e;
     s->res.steady_skipped_periods = engine_skipped_periods(&short_e);
     tg_init(&s->g, s->sys.n_chips,
             s->sys.n_links + offload_links(s->offload.kind, s->sys.n_chips));
+    s->g.max_ops = op_cap(s, opts);
     plan->prog = &s->prog;
     plan->record_origin = false;
     struct pipeline_out po;
     build_graph(s, plan, &po);
     pipeline_out_release(&po);
+    if (s->g.over) {
+        int rc = check_work(s, opts, (double)s->g.wanted_ops, s->sys.n_chips, err);
+        if (rc) {
+            engine_release(&short_e);
+            tg_release(&short_g);
+            return rc;
+        }
+    }
     tg_finalize(&s->g);
     engine_init(&s->e, &s->g);
     s->e.record_released = short_e.record_released;
@@ -969,6 +1084,25 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     if ((rc = offload_check(s, err))) return rc;
 
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp, cpd = cfg->parallel.cp;
+    if (s->has_model) {
+        char where[CONFIG_STR + 128];
+        config_where(cfg, "parallel.tp", where, sizeof where);
+        if ((rc = tensor_check_degree(&s->model, tp, where, err))) return rc;
+    }
+    /* The work, estimated before the schedule and the graph are built (the
+     * chips alone when steady-state skipping may shorten the step: sim_run
+     * weighs the events once it knows). */
+    if (may_skip(s, opts)) {
+        struct work_estimate w = { .chips = s->sys.n_chips };
+        if ((rc = work_check(&w, s->cfg.path[0] ? s->cfg.path : "scenario", "lower hardware.nodes",
+                             opts->force, err)))
+            return rc;
+    } else if ((rc = check_work(s, opts,
+                                sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
+                                s->sys.n_chips, err))) {
+        return rc;
+    }
+    if (!s->borrowed) system_build(&s->sys); /* borrowed systems come built (sim_inputs) */
     if (s->has_model && pp * cfg->parallel.vpp > s->model.decoders)
         return mp_fail(err, MP_ERR_INPUT,
                        "key parallel.pp: %d stages × %d chunks is more than the model's %d layers",
@@ -986,8 +1120,14 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
                        (double)cfg->synthetic.backward_input,
                        (double)cfg->synthetic.backward_weight);
     s->has_prog = true;
-    if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err)))
+    if ((rc = schedule_generate(cfg->training.schedule, shape, &s->prog, err))) {
+        if (rc == MP_ERR_INPUT && !schedule_find(cfg->training.schedule)) {
+            char where[CONFIG_STR + 128];
+            config_where(cfg, "training.schedule", where, sizeof where);
+            mp_error_prefix(err, "%s: ", where);
+        }
         return schedule_failed(s, rc, err);
+    }
 
     s->res.n_chips = tp * cpd * pp * dp;
     s->res.microbatches = shape->microbatches;
@@ -1060,6 +1200,16 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     /* A generator bug must surface here, not as a hang in the engine. With
      * a plan, the program that runs is the shorter one, validated by
      * steady_plan_find, and the full one is it with periods put back. */
+    if (may_skip(s, opts)) {
+        /* The work of what will run: the shorter program when there is one
+         * (a step of 10^6 microbatches may be a few periods). */
+        double events = sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys);
+        if (skip) events *= program_ops(&sp.reduced) / program_ops(&s->prog);
+        if ((rc = check_work(s, opts, events, s->sys.n_chips, err))) {
+            if (skip) steady_plan_release(&sp);
+            return rc;
+        }
+    }
     if (!skip && (rc = validate_program(s, err))) return rc;
     rc = run_graph(s, &plan, skip ? &sp : NULL, opts, err);
     if (rc == MP_OK && skip && engine_skipped_periods(&s->e) == 0) {
@@ -1071,7 +1221,7 @@ int sim_run(struct sim *s, const struct config *cfg, const struct sim_options *o
     } else if (rc == MP_OK && skip && (opts->record_memory || opts->record_released)) {
         /* Timelines and traces list every op: expand the run onto the full
          * graph, from the periods. */
-        rc = expand_full(s, &plan, err);
+        rc = expand_full(s, &plan, opts, err);
     }
     if (skip) steady_plan_release(&sp);
     if (rc) {

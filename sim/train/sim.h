@@ -160,6 +160,11 @@ struct sim_options {
     bool record_released; /* keep which op released each op (engine.released_by: timeline, viewer) */
     bool validate;      /* run pipe_validate on the generated schedule first */
     double token_budget; /* tokens for res.cost's budget figures; 0 = 1T */
+    /* Issue 16: past the work budget (sim/io/budget.h) sim_run stops with
+     * MP_ERR_INPUT and the estimate before the engine allocates, unless
+     * `force`; `budget_events` > 0 sets a smaller one (the value fuzzer). */
+    bool force;
+    double budget_events;
     const struct sim_inputs *inputs; /* NULL: load them from the scenario */
     bool breakdown;     /* keep and report where each stage pass's time goes */
 };

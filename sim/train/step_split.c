@@ -386,8 +386,12 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
                 const struct stage_cost *c = &s->stage_cost[o->stage];
                 mp_time den = o->tag == TAG_B ? c->t_b
                               : o->tag == TAG_BW ? c->t_b + c->t_w : c->t_f + c->t_b + c->t_w;
-                if (c->t_rc > 0 && den > 0)
-                    rc = (mp_time)((__int128)(b - a) * (c->t_rc < den ? c->t_rc : den) / den);
+                /* Exact in 128 bits and at most b - a, so it fits an
+                 * mp_time: no double, nothing for the checked path to do. */
+                if (c->t_rc > 0 && den > 0) {
+                    __int128 part = (__int128)(b - a) * (c->t_rc < den ? c->t_rc : den) / den;
+                    rc = (int64_t)part;
+                }
             }
             charge(w, x, d, SPLIT_RECOMPUTE, a, a + rc);
             charge(w, x, d, SPLIT_COMPUTE, a + rc, b);

@@ -1,0 +1,71 @@
+/* budget.h — the work a command is about to do, estimated before it
+ * allocates, and the budget past which it refuses unless --force (issue 16).
+ *
+ * A small input can ask for a huge run (global_batch = 10^7, a --vary grid of
+ * 10^7 points, a detailed ring over a million chips). Each command estimates
+ * its work in the two units that cost the user — memory and wall time — from
+ * what it counts before the expensive part (engine events, chips, sweep
+ * points), and past the budget stops with the estimate in the message, so
+ * that the user decides. The per-unit costs below are measurements of this
+ * tree on the development machine (2 cores; bench/README.md), rounded up; the
+ * budget is a default that a laptop survives, not a law. */
+#ifndef MPSIM_BUDGET_H
+#define MPSIM_BUDGET_H
+
+#include <stdbool.h>
+
+#include "sim/common.h"
+
+/* Measured: `mpsim run` at 1f1b, zb-v and TP8 × DP2 (2.8 to 7.2 million
+ * events) holds 117 to 134 bytes per engine event (graph, engine state,
+ * metrics) and runs 0.4 to 1 µs per event; a system of 16 million chips holds
+ * 138 bytes per chip (links, routes, per-chip memory). Rounded up. */
+#define WORK_BYTES_PER_EVENT 160.0
+#define WORK_SECONDS_PER_EVENT 1e-6
+#define WORK_BYTES_PER_CHIP 160.0
+/* Measured: a system of 8 million chips (hardware.nodes = 999999 of 8) is
+ * laid out and run in 1.6 s: 0.2 µs per chip. */
+#define WORK_SECONDS_PER_CHIP 2e-7
+/* Measured: a sweep point's fixed cost (scenario, chip catalogue, system
+ * and model loaded, schedule built) is 0.3 ms (synthetic) to 2 ms (a
+ * Hugging Face model); rounded up. */
+#define WORK_SECONDS_PER_POINT 2e-3
+
+/* The default budget: 4 GiB of memory for one run (about 27 million events,
+ * half a minute), and one hour of estimated wall time for a sweep or a
+ * search (on its --jobs threads). */
+#define WORK_BUDGET_BYTES 0x1p32
+#define WORK_BUDGET_SECONDS 3600.0
+
+/* What a command estimates. One run: `events` and `chips` give its memory
+ * and time by the constants above. A sweep or search of `points` runs (0: a
+ * single run) on `jobs` threads (0 or 1: one): `events` and `chips` are its
+ * largest run's, which `jobs` hold at once, and `total_events` the sum over
+ * its points, which with the per-point cost sets its time. */
+struct work_estimate {
+    double events;
+    double held;         /* events held in memory at once, when fewer than
+                            `events` (a compact ring: one op of many steps);
+                            0: all of them */
+    double chips;
+    double points;
+    double total_events;
+    double bytes;        /* held beyond what events and chips account for */
+    int jobs;
+};
+
+double work_bytes(const struct work_estimate *w);
+double work_seconds(const struct work_estimate *w);
+
+/* MP_OK when `w` is within the budget (memory for a run, time for a sweep:
+ * both are checked) or `force` is set; else MP_ERR_INPUT with one line:
+ * "WHAT: estimated N events, M GB and about T: past the work budget of
+ * 4 GiB and 1 h; pass --force to run it anyway" (`hint`, when not NULL, is
+ * appended: a cheaper way to ask). */
+int work_check(const struct work_estimate *w, const char *what, const char *hint, bool force,
+               struct mp_error *err);
+
+/* "3.2 s", "14 min", "2.9 h", "4.1 days": a wall time for people. */
+void work_format_seconds(double s, char *buf, int size);
+
+#endif
