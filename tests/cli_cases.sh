@@ -254,6 +254,10 @@ expect 2 "the presets are cerebras-cs3, desktop-1x4090|did you mean 'dgx-h100'?"
     grep -qF "warning: tp 16 spans 2 nodes of 8 chips" "$T/stderr" && ok || no "no warning for TP across nodes"
 "$MPSIM" run scenarios/uneven-stages.ini >/dev/null 2>"$T/stderr" &&
     grep -qF "warning: stage 3 computes" "$T/stderr" && ok || no "no warning for uneven stages"
+"$MPSIM" run scenarios/teach-1f1b.ini --set parallel.vpp=2 >/dev/null 2>"$T/stderr" &&
+    grep -qF "warning: schedule 1f1b runs 1 model chunk per device: parallel.vpp = 2 is ignored" "$T/stderr" &&
+    "$MPSIM" run scenarios/teach-interleaved.ini >/dev/null 2>"$T/stderr" && ! grep -q "is ignored" "$T/stderr" &&
+    ok || no "no warning for vpp under a schedule that ignores it (or one under interleaved)"
 "$MPSIM" plan scenarios/megatron-gpt3-175b.ini >/dev/null 2>"$T/stderr" &&
     grep -qF "has no [inference] section" "$T/stderr" && ok || no "no warning for plan on a training scenario"
 # MFU and HFU are null where a synthetic model has no FLOP count

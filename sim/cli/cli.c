@@ -6,6 +6,7 @@
 
 #include "sim/io/config.h"
 #include "sim/io/outfile.h"
+#include "sim/strategy/schedule.h"
 
 /* Every message is one line (issue 16): whatever a file or an argument put
  * into it — a newline, a NUL's neighbours, a BOM — is shown escaped. */
@@ -144,6 +145,14 @@ void cli_warn_layout(const struct sim *s)
                         "collective crosses the scale-out fabric (keep tp ≤ %d, or use pp or dp "
                         "across nodes)\n", c->parallel.tp, (c->parallel.tp + per_node - 1) / per_node,
                 per_node, per_node);
+    /* A schedule with a fixed number of chunks per device (its row in
+     * schedule_kinds[]) does not read parallel.vpp; say so rather than run
+     * a layout other than the one asked for without a word. */
+    const struct schedule_kind *k = schedule_find(c->training.schedule);
+    if (k && k->chunks > 0 && c->parallel.vpp > 1)
+        fprintf(stderr, "mpsim: warning: schedule %s runs %d model chunk%s per device: "
+                        "parallel.vpp = %d is ignored (schedule = interleaved takes vpp)\n",
+                k->name, k->chunks, k->chunks == 1 ? "" : "s", c->parallel.vpp);
     const struct sim_result *r = &s->res;
     int lo = -1, hi = -1;
     for (int d = 0; d < r->stages; d++) {
