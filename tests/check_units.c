@@ -279,10 +279,23 @@ START_TEST(format_exact)
     ck_assert_str_eq(buf, "2.000000000001");
     units_format_seconds_exact(-1, buf, sizeof buf);
     ck_assert_str_eq(buf, "-0.000000000001");
-    units_format_micros_exact(33 * MP_PS_PER_MS, buf, sizeof buf);
-    ck_assert_str_eq(buf, "33000.000000");
-    units_format_micros_exact(1500001, buf, sizeof buf);
-    ck_assert_str_eq(buf, "1.500001");
+    /* Trace ticks, 1/1024 µs: 33 ms = 33,000 µs = 33,792,000 ticks, written
+     * "33000"; 1,500,001 ps × 128 / 125,000 = 1536.001 → 1536 ticks = 1.5 µs;
+     * 1 ns = 1.024 ticks → 1 tick = 10^10/1024 × 10^-10 µs = "0.0009765625". */
+    units_format_trace_ticks(units_trace_ticks(33 * MP_PS_PER_MS), buf, sizeof buf);
+    ck_assert_str_eq(buf, "33000");
+    ck_assert_int_eq(units_trace_ticks(1500001), 1536);
+    units_format_trace_ticks(1536, buf, sizeof buf);
+    ck_assert_str_eq(buf, "1.5");
+    units_format_trace_ticks(units_trace_ticks(1000), buf, sizeof buf);
+    ck_assert_str_eq(buf, "0.0009765625");
+    /* A span from its rounded boundaries: [1 µs, 3 µs) is ts 1, dur 2 (2048
+     * ticks); [500 ps, 1000 ps) rounds both ends to tick 1: nothing. */
+    char dur[64];
+    ck_assert_int_eq(units_format_trace_span(MP_PS_PER_US, 3 * MP_PS_PER_US, buf, dur, sizeof buf), 2048);
+    ck_assert_str_eq(buf, "1");
+    ck_assert_str_eq(dur, "2");
+    ck_assert_int_eq(units_format_trace_span(500, 1000, buf, dur, sizeof buf), 0);
     /* -2^63 ps = -9223372.036854775808 s: no overflow taking its magnitude */
     units_format_seconds_exact(INT64_MIN, buf, sizeof buf);
     ck_assert_str_eq(buf, "-9223372.036854775808");

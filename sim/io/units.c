@@ -370,7 +370,30 @@ void units_format_seconds_exact(mp_time t, char *buf, int size)
     format_exact(t, (uint64_t)MP_PS_PER_S, 12, buf, size);
 }
 
-void units_format_micros_exact(mp_time t, char *buf, int size)
+long long units_trace_ticks(mp_time t)
 {
-    format_exact(t, (uint64_t)MP_PS_PER_US, 6, buf, size);
+    /* ps × 1024 / 10^6 = ps × 128 / 125000, rounded half up. */
+    return (long long)(((__int128)t * 128 + 62500) / 125000);
+}
+
+void units_format_trace_ticks(long long k, char *buf, int size)
+{
+    if (size <= 0) return;
+    long long whole = k / 1024, frac = (k % 1024) * 9765625LL; /* 10^10 / 1024 */
+    if (!frac) {
+        snprintf(buf, (size_t)size, "%lld", whole);
+        return;
+    }
+    int n = snprintf(buf, (size_t)size, "%lld.%010lld", whole, frac);
+    if (n >= size) n = size - 1;
+    while (n > 0 && buf[n - 1] == '0') buf[--n] = '\0';
+}
+
+long long units_format_trace_span(mp_time a, mp_time b, char *ts, char *dur, int size)
+{
+    long long ta = units_trace_ticks(a), tb = units_trace_ticks(b);
+    long long d = tb > ta ? tb - ta : 0;
+    units_format_trace_ticks(ta, ts, size);
+    units_format_trace_ticks(d, dur, size);
+    return d;
 }

@@ -43,10 +43,24 @@ void units_format_duration(mp_time t, char *buf, int size);
 void units_format_size(double bytes, char *buf, int size);
 
 /* Write a duration exactly, to the picosecond, as decimal seconds
- * ("0.033000000000") or microseconds ("33000.000000"), with no rounding: the
- * timeline CSV and the Chrome trace keep every picosecond, so a reader can
- * recompute the engine's sums. */
+ * ("0.033000000000"), with no rounding: the timeline CSV keeps every
+ * picosecond, so a reader can recompute the engine's sums. */
 void units_format_seconds_exact(mp_time t, char *buf, int size);
-void units_format_micros_exact(mp_time t, char *buf, int size);
+
+/* Chrome / Perfetto trace time. The format's `ts` and `dur` are
+ * microseconds that viewers read as doubles; decimal microseconds to the
+ * picosecond are not binary fractions, so after parsing ts + dur of one
+ * slice can land a hair past the next slice's ts. Trace times are therefore
+ * whole numbers of 1/1024 µs (≈ 0.98 ns) — "ticks" — rounded once per
+ * boundary from the picoseconds (half up) and written exactly in decimal
+ * (k/1024 has at most ten decimals): a double holds each exactly, and a
+ * slice that starts where another ends starts at exactly that number. */
+long long units_trace_ticks(mp_time t);
+void units_format_trace_ticks(long long ticks, char *buf, int size);
+/* The span [a, b) as `ts` and `dur` (each buffer `size` bytes), both from
+ * the rounded boundaries, so ts + dur is exactly the rounded end. Returns
+ * the duration in ticks: 0 when the span rounds to nothing (callers leave
+ * such slices out). */
+long long units_format_trace_span(mp_time a, mp_time b, char *ts, char *dur, int size);
 
 #endif

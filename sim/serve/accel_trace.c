@@ -111,8 +111,8 @@ void accel_chrome_trace(FILE *f, const struct accel_setup *a, const struct accel
     char ts[48], dur[48], label[512];
     for (size_t i = 0; i < rep->n_rec; i++) {
         const struct accel_rec *r = &rep->rec[i];
-        units_format_micros_exact(r->start, ts, (int)sizeof ts);
-        units_format_micros_exact(r->end - r->start, dur, (int)sizeof dur);
+        if (!units_format_trace_span(r->start, r->end, ts, dur, (int)sizeof ts))
+            continue; /* rounds to nothing (units.h) */
         rec_label(label, sizeof label, a, r);
         /* Module names are plain identifiers and digits: no JSON escaping. */
         fprintf(f, "%s{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,"

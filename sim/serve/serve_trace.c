@@ -235,8 +235,8 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
         const struct serve_stage_rec *sr = &rc->stage[st];
         for (size_t i = 0; i < sr->n; i++) {
             const struct serve_pass_rec *p = &rc->pass[sr->pass[i]];
-            units_format_micros_exact(sr->start[i], ts, (int)sizeof ts);
-            units_format_micros_exact(sr->end[i] - sr->start[i], dur, (int)sizeof dur);
+            if (!units_format_trace_span(sr->start[i], sr->end[i], ts, dur, (int)sizeof ts))
+                continue; /* rounds to nothing (units.h) */
             fprintf(f, "%s{\"name\":\"%s slot %d\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":0,"
                        "\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,\"prefill\":%d,"
                        "\"prefill_tokens\":%d,\"decode\":%d}}",
@@ -245,8 +245,8 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
         }
         for (size_t i = 0; i < sr->n_hop; i++) {
             const struct serve_pass_rec *p = &rc->pass[sr->hop_pass[i]];
-            units_format_micros_exact(sr->hop_start[i], ts, (int)sizeof ts);
-            units_format_micros_exact(sr->hop_end[i] - sr->hop_start[i], dur, (int)sizeof dur);
+            if (!units_format_trace_span(sr->hop_start[i], sr->hop_end[i], ts, dur, (int)sizeof ts))
+                continue;
             fprintf(f, "%s{\"name\":\"send slot %d\",\"cat\":\"send\",\"ph\":\"X\",\"pid\":%d,"
                        "\"tid\":1,\"ts\":%s,\"dur\":%s,\"args\":{\"slot\":%d,\"stage\":%d,"
                        "\"bytes\":%.0f}}",
@@ -257,7 +257,7 @@ void serve_chrome_trace(FILE *f, const struct serve *s)
     /* One counter per chip: KV + state in use (weights are constant). */
     for (size_t i = 0; rc && i < rc->n_kv; i++) {
         const struct serve_kv_rec *k = &rc->kv[i];
-        units_format_micros_exact(k->t, ts, (int)sizeof ts);
+        units_format_trace_ticks(units_trace_ticks(k->t), ts, (int)sizeof ts);
         fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,"
                    "\"args\":{\"kv\":%.0f}}", sep, r->stage[k->stage].chip, ts, k->in_use);
     }

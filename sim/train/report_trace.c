@@ -5,7 +5,8 @@
  * doubles. Decimal microseconds (1 ps = 0.000001 µs) are not binary
  * fractions: after parsing, ts + dur of one op could land a hair past the
  * next op's ts (842 such pairs in the DeepSeek-V3 trace). Here every time
- * is a whole number of 1/1024 µs (≈ 0.98 ns), rounded once per boundary
+ * is a whole number of 1/1024 µs (≈ 0.98 ns; units_trace_ticks, shared
+ * with the serving and device-map traces), rounded once per boundary
  * from the integer picoseconds, and written exactly in decimal
  * (k/1024 has at most ten decimals), so a double holds each value exactly,
  * ts + dur is exactly the end boundary, and an op that starts where
@@ -23,24 +24,12 @@
 
 #include "sim/io/units.h"
 
-/* Trace time units: 1/1024 µs. */
+/* Trace time units: 1/1024 µs (sim/io/units.h). */
 typedef long long trace_t;
-
-static trace_t trace_time(mp_time ps)
-{
-    /* ps × 1024 / 10^6 = ps × 128 / 125000, rounded half up. */
-    return (trace_t)(((__int128)ps * 128 + 62500) / 125000);
-}
 
 static void fmt_trace(char *buf, size_t size, trace_t k)
 {
-    long long whole = k / 1024, frac = (k % 1024) * 9765625LL; /* 10^10 / 1024 */
-    if (!frac) {
-        snprintf(buf, size, "%lld", whole);
-        return;
-    }
-    int n = snprintf(buf, size, "%lld.%010lld", whole, frac);
-    while (n > 0 && buf[n - 1] == '0') buf[--n] = '\0';
+    units_format_trace_ticks(k, buf, (int)size);
 }
 
 /* Thread of each stage lane's bubble slices (beside compute and comm). */
@@ -62,14 +51,14 @@ static mp_time slice_end(const struct sim *s, int id)
 
 static trace_t op_dur(const struct sim *s, int id)
 {
-    return trace_time(slice_end(s, id)) - trace_time(s->e.start[id]);
+    return units_trace_ticks(slice_end(s, id)) - units_trace_ticks(s->e.start[id]);
 }
 
 static void emit_bubble(void *vctx, int device, mp_time a, mp_time b, enum split_part p)
 {
     struct trace_ctx *c = vctx;
     if (p != SPLIT_BUBBLE) return;
-    trace_t ta = trace_time(a), tb = trace_time(b);
+    trace_t ta = units_trace_ticks(a), tb = units_trace_ticks(b);
     if (tb <= ta) return;
     char ts[48], dur[48];
     fmt_trace(ts, sizeof ts, ta);
@@ -124,8 +113,8 @@ static void emit_flows(struct trace_ctx *c, const int *pos, const int *producer)
         }
         if (from < 0 || to < 0) continue;
         char t0[48], t1[48];
-        fmt_trace(t0, sizeof t0, trace_time(s->e.start[from]));
-        fmt_trace(t1, sizeof t1, trace_time(s->e.start[to]));
+        fmt_trace(t0, sizeof t0, units_trace_ticks(s->e.start[from]));
+        fmt_trace(t1, sizeof t1, units_trace_ticks(s->e.start[to]));
         const struct op *a = &g->ops[from], *b = &g->ops[to];
         fprintf(c->f, "%s{\"name\":\"handoff\",\"cat\":\"handoff\",\"ph\":\"s\",\"id\":%d,"
                       "\"pid\":%d,\"tid\":%d,\"ts\":%s}", c->sep, i, a->chip, a->stream, t0);
@@ -140,7 +129,7 @@ static void emit_op(struct trace_ctx *c, int i)
 {
     const struct sim *s = c->s;
     const struct op *o = &s->g.ops[i];
-    trace_t t0 = trace_time(s->e.start[i]), t1 = trace_time(slice_end(s, i));
+    trace_t t0 = units_trace_ticks(s->e.start[i]), t1 = units_trace_ticks(slice_end(s, i));
     if (t1 <= t0) return;
     char ts[48], dur[48], name[64];
     fmt_trace(ts, sizeof ts, t0);
@@ -164,7 +153,7 @@ static void emit_op(struct trace_ctx *c, int i)
     if (o->latency > 0) {
         /* In flight after the slice: it arrives this much later. */
         char lat[48];
-        fmt_trace(lat, sizeof lat, trace_time(s->e.end[i]) - t1);
+        fmt_trace(lat, sizeof lat, units_trace_ticks(s->e.end[i]) - t1);
         fprintf(c->f, "%s\"arrives_after_us\":%s", sep, lat);
     }
     fputs("}}", c->f);
@@ -267,7 +256,7 @@ void report_chrome_trace(FILE *f, const struct sim *s)
         const struct mem_event *m = &e->mem_log[i];
         double *lv = &level[(size_t)m->chip * N_MEM_CATS];
         lv[m->cat] += m->delta;
-        fmt_trace(ts, sizeof ts, trace_time(m->time));
+        fmt_trace(ts, sizeof ts, units_trace_ticks(m->time));
         fprintf(f, "%s{\"name\":\"memory\",\"ph\":\"C\",\"pid\":%d,\"ts\":%s,\"args\":{",
                 c.sep, m->chip, ts);
         c.sep = ",\n";
