@@ -245,6 +245,30 @@ START_TEST(test_malformed)
 }
 END_TEST
 
+/* The CSV readers' rules (sim/io/csv_reader.h) hold for the timeline too:
+ * a UTF-8 BOM before the header is skipped (the file reads as without it),
+ * and a NUL byte is refused at its line and column: "0,0,compute,F," is 14
+ * characters, so a NUL in place of the microbatch is line 2, column 15. */
+START_TEST(test_bom_and_nul)
+{
+    static const char row[] = "0,0,compute,F,0,0,0,3,0,0.001,0,,x\n";
+    char text[512];
+    int n = snprintf(text, sizeof text, "\xEF\xBB\xBF%s%s", H, row);
+    struct timeline tl;
+    struct mp_error err = { 0 };
+    timeline_init(&tl);
+    ck_assert_int_eq(timeline_read_csv_buffer(&tl, "bom.csv", text, (size_t)n, &err), MP_OK);
+    ck_assert_int_eq((int)tl.n_ops, 1);
+    timeline_release(&tl);
+    n = snprintf(text, sizeof text, "%s%s", H, row);
+    text[strlen(H) + 14] = '\0';
+    timeline_init(&tl);
+    ck_assert_int_eq(timeline_read_csv_buffer(&tl, "nul.csv", text, (size_t)n, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "nul.csv:2:15: a NUL byte") != NULL, "%s", err.msg);
+    timeline_release(&tl);
+}
+END_TEST
+
 START_TEST(test_malformed_new_columns)
 {
     const struct bad *b = &bads2[_i];
@@ -961,6 +985,7 @@ Suite *viz_layout_suite(void)
     tcase_add_test(tc, test_read_example);
     tcase_add_loop_test(tc, test_malformed, 0, (int)(sizeof bads / sizeof bads[0]));
     tcase_add_loop_test(tc, test_malformed_new_columns, 0, (int)(sizeof bads2 / sizeof bads2[0]));
+    tcase_add_test(tc, test_bom_and_nul);
     tcase_add_test(tc, test_header_extra_columns);
     tcase_add_test(tc, test_old_format_opens);
     tcase_add_test(tc, test_missing_file);

@@ -60,6 +60,8 @@ struct reader {
     int *file_col;             /* [ncols] enum col of each file column */
     char *raw; size_t n_raw, cap_raw; /* the current record's text */
     bool rec_done;
+    bool started;              /* any byte fed yet (a UTF-8 BOM is skipped before the first) */
+    long line_bytes;           /* bytes of the current line fed so far (for a NUL's column) */
     struct ref *refs; size_t n_refs, cap_refs;
     struct id_line *ids; size_t n_ids, cap_ids;
 };
@@ -423,9 +425,25 @@ static void on_record(int ch, void *data)
 
 static void feed(struct reader *r, struct csv_parser *p, const char *data, size_t len)
 {
+    /* The CSV readers' rules (sim/io/csv_reader.h): a UTF-8 byte-order mark
+     * on line 1 is not part of the header, and a NUL byte is an error (it
+     * would cut a cell short), named by line and column. */
+    if (!r->started && len >= 3 && memcmp(data, "\xEF\xBB\xBF", 3) == 0) {
+        data += 3;
+        len -= 3;
+    }
+    if (len) r->started = true;
     while (len && !r->status) {
         const char *nl = memchr(data, '\n', len);
         size_t n = nl ? (size_t)(nl - data) + 1 : len;
+        const char *nul = memchr(data, '\0', n);
+        if (nul) {
+            r->status = mp_fail(r->err, MP_ERR_INPUT, "%s:%ld:%ld: a NUL byte: expected text "
+                                "(a timeline CSV as mpsim run --timeline writes it)", r->name,
+                                r->line, r->line_bytes + (long)(nul - data) + 1);
+            return;
+        }
+        r->line_bytes = nl ? 0 : r->line_bytes + (long)n;
         if (r->rec_done) {
             r->n_raw = 0;
             r->rec_line = r->line;
