@@ -18,13 +18,7 @@
 #include "sim/strategy/collective.h"
 #include "sim/engine/engine.h"
 #include "hardware/system.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "bench/bench_util.h"
 
 int main(int argc, char **argv)
 {

@@ -19,13 +19,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "sim/engine/eventq.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "bench/bench_util.h"
 
 /* ---- the reference: a binary heap of (time, sequence, data) ---- */
 
@@ -98,18 +92,6 @@ static double hold(bool reference, size_t pending, long events, const mp_time *d
         eventq_release(&q);
     }
     return events / wall;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 static void compare(size_t pending, long events, int rounds, const mp_time *delta, size_t n)

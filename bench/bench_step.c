@@ -16,13 +16,7 @@
 
 #include "sim/io/config.h"
 #include "sim/train/sim.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "bench/bench_util.h"
 
 static double rss_mb(void)
 {
@@ -47,18 +41,6 @@ static double once(const struct config *cfg, bool skip, struct sim_result *out, 
     *ops = s.g.n_ops;
     sim_release(&s);
     return wall;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
