@@ -23,7 +23,6 @@
  * over from step to step). */
 #include "serve_impl.h"
 
-#include <cJSON.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <stdlib.h>
@@ -39,37 +38,6 @@ struct serve_spec {
     int draft_decoders, hidden, tp;
     double E;                  /* expected tokens per step */
 };
-
-/* num_nextn_predict_layers of the model's config.json (0 when absent). */
-static int mtp_layers(const struct serve *s, struct mp_error *err)
-{
-    char path[1024];
-    int rc = config_resolve(&s->cfg, s->cfg.model.config, "models", ".json", path, sizeof path, err);
-    if (rc) return -1;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
-    size_t cap = 0, len = 0;
-    char *buf = NULL;
-    for (;;) {
-        MP_GROW(buf, cap, len + 4096);
-        size_t got = fread(buf + len, 1, cap - len - 1, f);
-        len += got;
-        if (got == 0) break;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    cJSON *o = cJSON_Parse(buf);
-    free(buf);
-    int n = 0;
-    const cJSON *v = o ? cJSON_GetObjectItemCaseSensitive(o, "num_nextn_predict_layers") : NULL;
-    if (!v && o) {
-        const cJSON *tc = cJSON_GetObjectItemCaseSensitive(o, "text_config");
-        if (tc) v = cJSON_GetObjectItemCaseSensitive(tc, "num_nextn_predict_layers");
-    }
-    if (cJSON_IsNumber(v)) n = (int)v->valuedouble;
-    cJSON_Delete(o);
-    return n;
-}
 
 int serve_spec_setup(struct serve *s, struct mp_error *err)
 {
@@ -112,9 +80,9 @@ int serve_spec_setup(struct serve *s, struct mp_error *err)
         sp->weights = model_params(dm) * W / P->tp;
         sp->draft_decoders = dm->decoders;
     } else {
-        int n = mtp_layers(s, err);
-        if (n < 0) return MP_ERR_INPUT;
-        if (n == 0)
+        /* num_nextn_predict_layers, as the model reader took it from the
+         * config.json (models/arch_table.c: the rows that carry MTP). */
+        if (m->mtp_modules == 0)
             return mp_fail(err, MP_ERR_INPUT, "%s = mtp: model %s has no multi-token-prediction "
                            "module (num_nextn_predict_layers in its config.json); use "
                            "speculative = draft with a draft model",
