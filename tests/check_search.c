@@ -140,6 +140,52 @@ END_TEST
  * 12h² = 1.812e9 parameters, ÷ 8 = 226.5M per chip, 1.359e9 in all, at
  * 2 + 4 + 12 = 18 bytes each: 24.46 GB before any activation. The bound is
  * at least that and at most the simulated peak. */
+/* Selective recompute under FlashAttention without CP is the same run as no
+ * recompute (the kernels it re-runs and the scores it frees exist only in
+ * unfused attention): the simulator gives both the same step and peak, to
+ * the picosecond and byte, so the search counts selective as a duplicate
+ * there, and keeps it under unfused attention, where it differs. */
+START_TEST(selective_under_flash_is_a_duplicate)
+{
+    mp_time step[2];
+    double peak[2];
+    for (int r = 0; r < 2; r++) {
+        struct config cfg;
+        load(&cfg, llama8b);
+        struct mp_error err = { 0 };
+        ck_assert_int_eq(config_set(&cfg, "parallel.tp=8", "test", &err), MP_OK);
+        ck_assert_int_eq(config_set(&cfg, "parallel.dp=2", "test", &err), MP_OK);
+        char rec[64];
+        snprintf(rec, sizeof rec, "training.recompute=%s", r ? "selective" : "none");
+        ck_assert_int_eq(config_set(&cfg, rec, "test", &err), MP_OK);
+        struct sim s;
+        ck_assert_int_eq(sim_run(&s, &cfg, NULL, &err), MP_OK);
+        step[r] = s.res.step_time;
+        peak[r] = 0;
+        for (int d = 0; d < s.res.stages; d++)
+            if (s.res.stage[d].peak_mem > peak[r]) peak[r] = s.res.stage[d].peak_mem;
+        sim_release(&s);
+    }
+    ck_assert_int_eq(step[0], step[1]);
+    ck_assert(peak[0] == peak[1]);
+    for (int unfused = 0; unfused < 2; unfused++) {
+        struct config base;
+        load(&base, llama8b);
+        base.training.attention = unfused ? ATTENTION_UNFUSED : ATTENTION_FLASH;
+        struct search_options opt = { .chips = 16, .jobs = 2, .max_micro_batch = 1,
+                                      .schedules = "1f1b", .simulate = 4 };
+        struct search_result r;
+        struct mp_error err = { 0 };
+        ck_assert_int_eq(search_run(&base, &opt, &r, &err), MP_OK);
+        int selective = 0;
+        for (int i = 0; i < r.n_hits; i++) selective += r.hit[i].recompute == RECOMPUTE_SELECTIVE;
+        if (unfused) ck_assert_int_gt(selective, 0);
+        else ck_assert_int_eq(selective, 0);
+        search_result_release(&r);
+    }
+}
+END_TEST
+
 START_TEST(memory_bound_by_hand)
 {
     struct config cfg;
@@ -204,6 +250,7 @@ static Suite *search_suite(void)
     tcase_add_test(tc, counts_add_up_and_the_top_k_is_exact);
     tcase_add_test(tc, fix_and_round_down);
     tcase_add_test(tc, memory_bound_by_hand);
+    tcase_add_test(tc, selective_under_flash_is_a_duplicate);
     tcase_add_test(tc, bad_requests_are_input_errors);
     suite_add_tcase(s, tc);
     return s;

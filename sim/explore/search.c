@@ -198,10 +198,15 @@ static void consider(struct enum_ctx *x, struct cand c)
         res->fixed_out++;
         return;
     }
-    /* The same run as another layout: not counted as pruned. */
+    /* The same run as another layout: not counted as pruned. Selective
+     * recompute under FlashAttention without CP is recompute none: the
+     * kernels it re-runs (models/kernels.c, `recompute`) and the scores it
+     * frees (models/model_cost.c) exist only in unfused attention. */
     if ((c.dp == 1 && c.zero > 0 && c.off == OFFLOAD_NONE) ||
         (c.pp == 1 && strcmp(schedule_kinds[c.sched]->name, "1f1b")) ||
-        (c.tp == 1 && (c.sp || c.ov))) {
+        (c.tp == 1 && (c.sp || c.ov)) ||
+        (c.rec == RECOMPUTE_SELECTIVE && cfg->training.attention == ATTENTION_FLASH &&
+         cfg->parallel.cp <= 1)) {
         res->duplicates++;
         return;
     }
