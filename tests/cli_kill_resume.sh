@@ -54,7 +54,10 @@ for seed in 6 7; do
     out="$T/t$seed.csv"
     run_and_kill TERM "$(delay $seed 1)" "$out"
     rc=$?
-    if [ $rc -eq 0 ]; then
+    # Finished before the signal (rc 0), or finished and then signalled
+    # while exiting (rc 143 with the output already in place and no partial:
+    # under the sanitizers the exit's leak check widens that window).
+    if [ $rc -eq 0 ] || { [ $rc -eq 143 ] && [ -e "$out" ] && [ ! -e "$out.partial" ]; }; then
         cmp -s "$out" "$T/ref.csv" && ok || bad "seed $seed: finished before SIGTERM, but differs"
         continue
     fi
