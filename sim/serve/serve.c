@@ -247,6 +247,8 @@ static int slots_per_rep_max(const struct serve *s)
     return k;
 }
 
+/* Slot k's pass starts on global stage g over [start, end]. At its replica's
+ * stage 0 it is a new pass: who is in it, for the timeline's label and kind. */
 static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end);
 
 static void start_stage(struct serve *s, int g, mp_time now)
@@ -483,8 +485,23 @@ static struct serve_stage_rec *rec_stage(struct serve *s, int g)
     return &rc->stage[g];
 }
 
-/* Slot k's pass starts on global stage g over [start, end]. At its replica's
- * stage 0 it is a new pass: who is in it, for the timeline's label and kind. */
+/* Append the span [a, b] of pass `id` to one of a stage record's three
+ * parallel arrays (serve_stage_rec: copies or hand-offs), doubling them. */
+static void span_push(mp_time **start, mp_time **end, uint32_t **pass, size_t *n, size_t *cap,
+                      mp_time a, mp_time b, uint32_t id)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? 2 * *cap : 256;
+        *start = mp_xrealloc(*start, c * sizeof **start);
+        *end = mp_xrealloc(*end, c * sizeof **end);
+        *pass = mp_xrealloc(*pass, c * sizeof **pass);
+        *cap = c;
+    }
+    (*start)[*n] = a;
+    (*end)[*n] = b;
+    (*pass)[(*n)++] = id;
+}
+
 static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time end)
 {
     struct serve_record *rc = s->rec;
@@ -512,32 +529,15 @@ static void record_pass(struct serve *s, int g, int k, mp_time start, mp_time en
     }
     uint32_t id = rc->slot_pass[k];
     if (g == R->stage0 + s->pool[R->pool].stages - 1) rc->pass[id].end = end;
-    if (sr->n == sr->cap) {
-        size_t cap = sr->cap ? 2 * sr->cap : 256;
-        sr->start = mp_xrealloc(sr->start, cap * sizeof *sr->start);
-        sr->end = mp_xrealloc(sr->end, cap * sizeof *sr->end);
-        sr->pass = mp_xrealloc(sr->pass, cap * sizeof *sr->pass);
-        sr->cap = cap;
-    }
-    sr->start[sr->n] = start;
-    sr->end[sr->n] = end;
-    sr->pass[sr->n++] = id;
+    span_push(&sr->start, &sr->end, &sr->pass, &sr->n, &sr->cap, start, end, id);
     rc->n_copies++;
 }
 
 static void record_hop(struct serve *s, mp_time start, mp_time end, int g, int slot)
 {
     struct serve_stage_rec *sr = rec_stage(s, g);
-    if (sr->n_hop == sr->cap_hop) {
-        size_t cap = sr->cap_hop ? 2 * sr->cap_hop : 256;
-        sr->hop_start = mp_xrealloc(sr->hop_start, cap * sizeof *sr->hop_start);
-        sr->hop_end = mp_xrealloc(sr->hop_end, cap * sizeof *sr->hop_end);
-        sr->hop_pass = mp_xrealloc(sr->hop_pass, cap * sizeof *sr->hop_pass);
-        sr->cap_hop = cap;
-    }
-    sr->hop_start[sr->n_hop] = start;
-    sr->hop_end[sr->n_hop] = end;
-    sr->hop_pass[sr->n_hop++] = s->rec->slot_pass[slot];
+    span_push(&sr->hop_start, &sr->hop_end, &sr->hop_pass, &sr->n_hop, &sr->cap_hop, start, end,
+              s->rec->slot_pass[slot]);
     s->rec->n_hops++;
 }
 
