@@ -310,6 +310,25 @@ expect 2 "serve-plan: --attain: expected a share" -- serve-plan "$T/l70.ini" --r
 expect 2 "has no [inference] section" -- serve-plan scenarios/teach-bubbles.ini --rate 5 --slo ttft=1s
 expect 2 "--vary inference.replicas" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --vary inference.replicas=0
 expect 2 "key inference.scheduler = 'fcfs': unknown scheduler" -- run "$T/l70.ini" --set inference.scheduler=fcfs
+# Empirical length files (inference.prompt_file / output_file): each fault
+# names the file, the line and the key; a BOM and CRLF are read as text.
+E="--set inference.prompt_dist=empirical --set inference.prompt_file"
+expect 2 "l70.ini: key inference.prompt_file: cannot find '$T/nope.csv'" -- run "$T/l70.ini" $E="$T/nope.csv"
+printf 'tokens,weight\n100,1\n99999999,1\n' >"$T/len-big.csv"
+expect 2 "len-big.csv:3: key inference.prompt_file: expected tokens[,weight] with tokens in 1..8191" -- run "$T/l70.ini" $E="$T/len-big.csv"
+printf '100,-1\n' >"$T/len-neg.csv"
+expect 2 "len-neg.csv:1: key inference.prompt_file|weight >= 0" -- run "$T/l70.ini" $E="$T/len-neg.csv"
+printf '100,1,5\n' >"$T/len-three.csv"
+expect 2 "len-three.csv:1: key inference.prompt_file|got 3 cells" -- run "$T/l70.ini" $E="$T/len-three.csv"
+: >"$T/len-empty.csv"
+expect 2 "len-empty.csv: key inference.prompt_file: no lengths with a positive weight" -- run "$T/l70.ini" $E="$T/len-empty.csv"
+printf '100,0\n200,0\n' >"$T/len-zero.csv"
+expect 2 "len-zero.csv: key inference.prompt_file: no lengths with a positive weight" -- run "$T/l70.ini" $E="$T/len-zero.csv"
+printf '100,1\n2\0000,1\n' >"$T/len-nul.csv"
+expect 2 "len-nul.csv:2: key inference.prompt_file: a NUL byte at column 2" -- run "$T/l70.ini" $E="$T/len-nul.csv"
+expect 2 "l70.ini: key inference.output_file: inference.output_dist = empirical needs a CSV" -- run "$T/l70.ini" --set inference.output_dist=empirical
+printf '\357\273\277tokens,weight\r\n100,1\r\n300,2\r\n' >"$T/len-bom.csv"
+"$MPSIM" run "$T/l70.ini" $E="$T/len-bom.csv" >"$T/stdout" 2>"$T/stderr" && ok || { no "a BOM/CRLF length file runs"; cat "$T/stderr"; }
 "$MPSIM" run "$T/l70.ini" --slo ttft=10s,tpot=1s --json >"$T/slo.json" 2>"$T/stderr" &&
     grep -q '"requests_met":	40' "$T/slo.json" && ok || no "run --slo goodput"
 "$MPSIM" serve-plan "$T/l70.ini" --rate 10 --slo ttft=2s,tpot=100ms --vary inference.replicas=1,2 \

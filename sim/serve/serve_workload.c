@@ -141,8 +141,8 @@ static int load_empirical(struct serve *s, const char *key, const char *name, in
         free(w);
         free(e->len);
         e->len = NULL;
-        return mp_fail(err, MP_ERR_INPUT, "%s: no lengths with a positive weight (%s)", path,
-                       key);
+        return mp_fail(err, MP_ERR_INPUT, "%s: key %s: no lengths with a positive weight: "
+                       "expected rows of tokens[,weight] with some weight > 0", path, key);
     }
     e->table = gsl_ran_discrete_preproc((size_t)n, w);
     free(w);
