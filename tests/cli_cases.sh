@@ -58,6 +58,9 @@ expect 2 "--metric '--set'" -- search scenarios/mi300x-llama3-70b.ini --chips 8 
 expect 2 "--fix parallel.tpp" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix parallel.tpp=2
 expect 2 "--fix training.schedule|1f1c" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --fix training.schedule=1f1c
 expect 2 "--simulate" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --simulate 0
+# The simulate tier's own estimate: 32 layouts of 40,000 microbatches each
+# (~4e7 events per step) are refused, with the estimate, before any runs.
+expect 2 "search: simulating 32 of 48 bounded layouts (round 1): estimated 32 points|past the work budget|--force|a smaller --simulate" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --set training.global_batch=40000 --fix parallel.tp=8 --fix training.micro_batch=1 --jobs 1 --quiet
 expect 2 "--batch-policy" -- search scenarios/mi300x-llama3-70b.ini --chips 8 --batch-policy nearest
 expect 2 "training.offload|[host]" -- run scenarios/mi300x-llama3-70b.ini --set hardware.system=textbook --set training.zero=1 --set training.offload=optimizer
 # Nothing fits: the summary names the constraint that ruled out the most.

@@ -47,7 +47,9 @@ static const char search_usage_text[] =
     "  --out OUT.csv        also write every simulated layout as a CSV row, in\n"
     "                       enumeration order, as `mpsim sweep` does (for `mpsim plot`)\n"
     "  --quiet              no progress on stderr\n"
-    "  --force              simulate layouts past the work budget (mpsim run --help)\n"
+    "  --force              simulate past the work budget (mpsim run --help): each\n"
+    "                       round of the simulate tier is estimated (the rounds so far\n"
+    "                       plus its layouts' steps) and refused past it without this\n"
     "\n"
     "Limits: --chips at most 16777216 (2^24, as tp x pp x dp), --top, --jobs,\n"
     "--max-micro-batch and --max-vpp at most 10^7.\n";

@@ -15,12 +15,14 @@
 #include "hardware/calib.h"
 #include "hardware/system.h"
 #include "models/model.h"
+#include "sim/io/budget.h"
 #include "sim/io/outfile.h"
 #include "sim/strategy/offload.h"
 #include "sim/strategy/schedule.h"
 #include "sim/strategy/tensor.h"
 #include "sim/train/bound.h"
 #include "sim/train/cost.h"
+#include "sim/train/estimate.h"
 #include "sim/train/sim.h"
 #include "progress.h"
 #include "sweep.h"
@@ -840,6 +842,13 @@ int search_run(const struct config *base, const struct search_options *opt,
     int K = opt->simulate > 0 ? opt->simulate : DEFAULT_K, pos = 0, round = 0;
     int step = K / 4 > 8 ? K / 4 : 8;
     p.simulate = true;
+    /* The simulate tier's own estimate (issue 16): every round adds its
+     * layouts' step estimates (estimate.h) to the rounds before it, and the
+     * whole is held against the work budget (budget.h) before the round runs,
+     * so that --simulate 10000000 on a wide space is refused, with the
+     * estimate, instead of running for days. */
+    struct work_estimate work = { .jobs = jobs };
+    struct config *probe = mp_xmalloc(sizeof *probe);
     while (pos < n_rank) {
         double kth = kth_best(hit, cands.c, n, K, metric);
         int take = 0;
@@ -850,6 +859,19 @@ int search_run(const struct config *base, const struct search_options *opt,
             take++;
         }
         if (take == 0) break;
+        for (int i = 0; i < take; i++) {
+            layout(base, &cands.c[idx[i]], probe);
+            double e = sim_events_estimate(probe, &sh.m, &sh.sys);
+            work.total_events += e;
+            if (e > work.events) work.events = e;
+        }
+        work.points = pos + take;
+        char what[128];
+        snprintf(what, sizeof what, "search: simulating %d of %d bounded layouts (round %d)",
+                 pos + take, n_rank, round + 1);
+        if ((rc = work_check(&work, what, "a smaller --simulate, or --fix some layout keys",
+                             opt->force, err)))
+            break;
         p.n_todo = take;
         snprintf(p.what, sizeof p.what, "round %d, simulated", round + 1);
         run_pool(&p, jobs);
@@ -866,7 +888,23 @@ int search_run(const struct config *base, const struct search_options *opt,
             fflush(opt->progress);
         }
     }
+    free(probe);
     if (p.tty) fputc('\n', p.tty);
+    if (rc) {
+        free(idx);
+        if (opt->out) {
+            fclose(out);
+            remove(partial);
+            outfile_forget(slot);
+            for (int i = 0; i < n; i++) free(p.row[i]);
+            free(p.row);
+        }
+        free(rank);
+        free(hit);
+        free(cands.c);
+        shared_release(&sh);
+        return rc;
+    }
     res->simulated = pos;
     res->separated = n_rank - pos;
     free(idx);
