@@ -205,6 +205,33 @@ START_TEST(empirical_lengths)
 }
 END_TEST
 
+/* The work estimate counts the loop that will run (issue 16): 100 requests
+ * of 300 + 60 tokens make 100 × (60 + 1) = 6,100 passes; on 4 stages the
+ * per-stage loop (a paged cache) has two events per stage per pass,
+ * 100 + 2 × 6,100 × 4 = 48,900, past a budget of 20,000; the walk-at-a-time
+ * loop (a reserved cache) two per pass, 100 + 2 × 6,100 = 12,300, within it. */
+START_TEST(work_estimate_counts_the_loop_that_runs)
+{
+    struct config cfg;
+    struct serve s;
+    struct mp_error err = { 0 };
+    struct serve_options o = { .budget_events = 20000 };
+    const char *paged[] = { "parallel.pp=4", "inference.requests=100", "inference.prompt_len=300",
+                            "inference.output_len=60", "inference.kv_cache=paged", NULL };
+    build(&cfg, paged);
+    ck_assert_int_eq(serve_run_opts(&s, &cfg, &o, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "4.89e+04 events, past this run's budget of 20000"), "%s", err.msg);
+    serve_release(&s);
+    const char *reserve[] = { "parallel.pp=4", "inference.requests=100", "inference.prompt_len=300",
+                              "inference.output_len=60", "inference.kv_cache=reserve", NULL };
+    build(&cfg, reserve);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(serve_run_opts(&s, &cfg, &o, &err) == MP_OK, "%s", err.msg);
+    ck_assert_int_eq(s.res.completed, 100);
+    serve_release(&s);
+}
+END_TEST
+
 /* Sessions of 3 turns, a fixed 200-token message and 20 output tokens per
  * turn, think time 1 s: turn t's prompt is 220 t + 200 tokens (the history
  * plus the new message), and it arrives no earlier than the turn before it
@@ -320,6 +347,7 @@ static Suite *serve_sched_suite(void)
     tcase_add_test(tc, priority_classes_jump_the_queue);
     tcase_add_test(tc, gamma_arrivals_burstiness);
     tcase_add_test(tc, empirical_lengths);
+    tcase_add_test(tc, work_estimate_counts_the_loop_that_runs);
     tcase_add_test(tc, sessions_are_closed_loop);
     tcase_add_test(tc, itl_is_the_decode_pass);
     tcase_add_test(tc, goodput_under_slo);
