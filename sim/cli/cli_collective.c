@@ -188,8 +188,9 @@ int cli_collective(int argc, char **argv)
            sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
     if (chunks > 1) printf(", %ld chunks in flight%s", chunks, used == COLL_RING ? "" : " (ring only: ignored)");
     printf("\n");
-    printf("# time: alpha-beta (run.fidelity = fast); detailed: the engine over the expanded "
-           "transfers\n");
+    char model[160];
+    printf("# time: %s (run.fidelity = fast); detailed: the engine over the expanded "
+           "transfers\n", collective_priced_by(&sys, &c, model, sizeof model));
     printf("%14s %12s %10s %10s %14s\n", "size (B)", "time (us)", "algbw GB/s", "busbw GB/s",
            "detailed (us)");
     if (sweep)
