@@ -27,12 +27,19 @@
  * node, no more of them than the curve was measured on, in one buffer
  * (chunks ≤ 1), takes the measured time instead:
  *   T = S·factor(n)/busbw(S), factor 2(n−1)/n (all-reduce) or (n−1)/n,
- * busbw(S) the curve's (coll_curve_busbw) — on a switch the same for every
- * n ≤ the measured count (a ring's busbw does not depend on n to first
- * order: assumed; calibration.md §5c's NVLS gain that grows with the GPU
- * count is not modelled), on a full mesh scaled by (n−1)/(g−1) for g
- * measured GPUs (a group of n uses n−1 of each GPU's g−1 links, as the
- * alpha-beta mesh above). That covers TP/SP/CP/EP groups and the intra-node
+ * busbw(S) the curve's (coll_curve_busbw) for the g GPUs it was measured
+ * on. A group of n < g chips reads it where the alpha-beta model puts the
+ * same split of latency and bandwidth (an assumption: the curves are for 8
+ * GPUs only):
+ *   busbw_n(S) = k · busbw_g(S · (g/n) / k),
+ * k = 1 on a switch (one ring: busbw = S/(n·α + S/B), and busbw_g at S·g/n
+ * is exactly that — the curve indexed by the piece S/n each ring step
+ * moves, so the latency floor of n chips is 2(n−1) steps, not 2(g−1)) and
+ * k = (n−1)/(g−1) on a full mesh (n−1 rings over n−1 of each GPU's g−1
+ * links: busbw = S/(n·α + S/((n−1)·B)), again exact). calibration.md §5c's
+ * NVLS gain that grows with the GPU count (8×H200: 1.29× a ring at 8 GPUs,
+ * 1.00× at 4) is not modelled: H100/H200 groups of 4 to 7 read the 8-GPU
+ * NVLS curve, up to 23% fast at large messages. That covers TP/SP/CP/EP groups and the intra-node
  * phases of hierarchical collectives; across nodes, explicit tree,
  * halving-doubling and direct algorithms, all-to-all, broadcast and
  * send/recv stay alpha-beta. T is rounded per ring step (T/steps, steps =
@@ -246,9 +253,11 @@ static mp_time curve_step(const struct system *sys, enum coll_op op, int n, doub
 {
     enum curve_op cop = op == COLL_ALL_REDUCE ? CURVE_ALL_REDUCE
                         : op == COLL_ALL_GATHER ? CURVE_ALL_GATHER : CURVE_REDUCE_SCATTER;
-    double busbw = coll_curve_busbw(&sys->curve, cop, bytes);
-    if (sys->scaleup.topo == TOPO_FULL_MESH && sys->curve.gpus > 1)
-        busbw *= (double)(n - 1) / (sys->curve.gpus - 1);
+    /* n < g chips: the g-chip curve read at S·(g/n)/k and scaled by k (the
+     * header's rule; k = 1 on a switch, (n−1)/(g−1) on a full mesh). */
+    double g = sys->curve.gpus;
+    double k = sys->scaleup.topo == TOPO_FULL_MESH ? (n - 1) / (g - 1) : 1;
+    double busbw = k * coll_curve_busbw(&sys->curve, cop, bytes * (g / n) / k);
     long long steps = op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
     return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)steps);
 }
