@@ -106,9 +106,10 @@ static int row_check(struct reader *r, const struct csv_row *row)
         return csv_reader_fail(&r->cr, row->line, r->err, "column size_bytes: expected a "
                                "whole number of bytes from 1 to 2^60, got '%s'", q[COL_SIZE]);
     x.size = v;
-    if (!number(cell[COL_BUSBW], &v) || !(v > 0) || v > 1e6)
+    /* 1e-6 GB/s (1 kB/s) at the least keeps S / busbw finite for any size. */
+    if (!number(cell[COL_BUSBW], &v) || !(v > 0) || v < 1e-6 || v > 1e6)
         return csv_reader_fail(&r->cr, row->line, r->err, "column busbw_gbs: expected a "
-                               "busbw in GB/s above 0 and at most 1000000, got '%s'",
+                               "busbw in GB/s above 0, from 1e-6 to 1000000, got '%s'",
                                q[COL_BUSBW]);
     x.busbw = v * 1e9;
     if (!*cell[COL_SOURCE])
