@@ -230,6 +230,25 @@ START_TEST(without_a_curve_alpha_beta)
                      "measured busbw curve a100-nvlink3 inside each node, alpha-beta across");
     ck_assert_str_eq(collective_model(&sys, model, sizeof model),
                      "measured busbw curve a100-nvlink3 (hardware/collectives.csv)");
+    /* What prices one collective: hierarchical inside one node is a ring (the
+     * curve), a tree all-gather too; a tree all-reduce, an all-to-all and a
+     * chunked ring are alpha-beta. */
+    struct coll_spec one = { .op = COLL_ALL_REDUCE, .algo = COLL_HIERARCHICAL, .chips = chips16,
+                             .n = 8, .bytes = 16 * MiB };
+    ck_assert_str_eq(collective_priced_by(&sys, &one, model, sizeof model),
+                     "measured busbw curve a100-nvlink3");
+    NEAR_US(mp_seconds(collective_time(&sys, &one)) * 1e6, 16777216 * 1.75 / 106.16e9 * 1e6);
+    one.algo = COLL_TREE;
+    ck_assert_str_eq(collective_priced_by(&sys, &one, model, sizeof model), "alpha-beta");
+    one.op = COLL_ALL_GATHER;
+    ck_assert_str_eq(collective_priced_by(&sys, &one, model, sizeof model),
+                     "measured busbw curve a100-nvlink3");
+    one.op = COLL_ALL_TO_ALL;
+    one.algo = COLL_AUTO;
+    ck_assert_str_eq(collective_priced_by(&sys, &one, model, sizeof model), "alpha-beta");
+    one.op = COLL_ALL_REDUCE;
+    one.chunks = 4;
+    ck_assert_str_eq(collective_priced_by(&sys, &one, model, sizeof model), "alpha-beta");
     system_release(&sys);
 
     const char *big = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 16\n"

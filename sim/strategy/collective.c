@@ -20,12 +20,14 @@
  *               all-gather.
  * On a full mesh (xGMI) the ring algorithms run n−1 rings at once over the
  * disjoint links, as RCCL does, so each ring carries 1/(n−1) of the data.
+ * The detailed expansion has one comm stream per chip and so cannot drive
+ * several links at once; that case (and tree) is priced as at fast, one op.
  *
- * Measured curve (issue: predictions vs measurements). When the system has
- * a busbw curve (hardware/coll_curve.h, [scaleup] busbw_curve) a ring (or
- * auto) all-reduce, all-gather or reduce-scatter whose chips are all in one
- * node, no more of them than the curve was measured on, in one buffer
- * (chunks ≤ 1), takes the measured time instead:
+ * Measured curve. When the system has a busbw curve (hardware/coll_curve.h,
+ * [scaleup] busbw_curve), a ring (or auto) all-reduce, all-gather or
+ * reduce-scatter whose chips are all in one node, no more of them than the
+ * curve was measured on, in one buffer (chunks ≤ 1), takes the measured
+ * time instead:
  *   T = S·factor(n)/busbw(S), factor 2(n−1)/n (all-reduce) or (n−1)/n,
  * busbw(S) the curve's (coll_curve_busbw) for the g GPUs it was measured
  * on. A group of n < g chips reads it where the alpha-beta model puts the
@@ -39,15 +41,14 @@
  * links: busbw = S/(n·α + S/((n−1)·B)), again exact). calibration.md §5c's
  * NVLS gain that grows with the GPU count (8×H200: 1.29× a ring at 8 GPUs,
  * 1.00× at 4) is not modelled: H100/H200 groups of 4 to 7 read the 8-GPU
- * NVLS curve, up to 23% fast at large messages. That covers TP/SP/CP/EP groups and the intra-node
- * phases of hierarchical collectives; across nodes, explicit tree,
- * halving-doubling and direct algorithms, all-to-all, broadcast and
- * send/recv stay alpha-beta. T is rounded per ring step (T/steps, steps =
- * 2(n−1) or n−1) and the detailed expansion sends each step's S/n at that
- * step time (the link held for the step less the route's latency), so the
- * fast and detailed times agree exactly on an idle fabric.
- * The detailed expansion has one comm stream per chip and so cannot drive
- * several links at once; that case (and tree) is priced as at fast, one op. */
+ * NVLS curve, up to 23% fast at large messages. That covers the TP/SP
+ * groups' collectives, ZeRO's gathers and scatters and DP reduces inside a
+ * node, and the intra-node phases of hierarchical collectives; across
+ * nodes, explicit tree all-reduce, halving-doubling and direct, all-to-all,
+ * broadcast and send/recv stay alpha-beta. T is rounded per ring step
+ * (T/steps, steps = 2(n−1) or n−1) and the detailed expansion sends each
+ * step's S/n at that step time (the link held for the step less the route's
+ * latency), so the fast and detailed times agree exactly on an idle fabric. */
 #include "collective.h"
 
 #include <assert.h>
@@ -247,6 +248,11 @@ static bool curve_prices(const struct system *sys, enum coll_op op, const int *c
     return true;
 }
 
+static long long ring_steps(enum coll_op op, int n)
+{
+    return op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
+}
+
 /* One ring step of the curve-priced collective: T / steps, T = S·factor /
  * busbw (collective.c's header). */
 static mp_time curve_step(const struct system *sys, enum coll_op op, int n, double bytes)
@@ -258,13 +264,7 @@ static mp_time curve_step(const struct system *sys, enum coll_op op, int n, doub
     double g = sys->curve.gpus;
     double k = sys->scaleup.topo == TOPO_FULL_MESH ? (n - 1) / (g - 1) : 1;
     double busbw = k * coll_curve_busbw(&sys->curve, cop, bytes * (g / n) / k);
-    long long steps = op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
-    return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)steps);
-}
-
-static long long ring_steps(enum coll_op op, int n)
-{
-    return op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
+    return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)ring_steps(op, n));
 }
 
 static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
@@ -366,18 +366,25 @@ const char *collective_model(const struct system *sys, char *buf, size_t size)
 const char *collective_priced_by(const struct system *sys, const struct coll_spec *c, char *buf,
                                  size_t size)
 {
-    int chunks = c->chunks > 1 ? c->chunks : 1;
-    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, c->op, c->chips, c->n) : c->algo;
+    /* The algorithm op_time ends up pricing, as it resolves it. */
+    enum coll_op op = c->op;
+    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, op, c->chips, c->n) : c->algo;
+    bool reduce_like = op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER;
+    if (algo == COLL_HIERARCHICAL && !reduce_like) algo = COLL_RING;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(c->n)) algo = COLL_RING;
-    if (algo == COLL_TREE && c->op != COLL_ALL_REDUCE && c->op != COLL_BROADCAST) algo = COLL_RING;
-    bool whole = algo == COLL_RING && curve_prices(sys, c->op, c->chips, c->n, chunks);
-    bool phases = false;
+    if (algo == COLL_TREE && op != COLL_ALL_REDUCE && op != COLL_BROADCAST) algo = COLL_RING;
+    bool whole = false, phases = false;
     struct hier h;
-    if (!whole && algo == COLL_HIERARCHICAL && c->op != COLL_BROADCAST &&
-        c->op != COLL_ALL_TO_ALL && c->op != COLL_SEND_RECV && hier_split(sys, c->chips, c->n, &h)) {
-        phases = curve_prices(sys, COLL_REDUCE_SCATTER, h.local, h.per, 1);
-        free(h.local);
+    if (algo == COLL_HIERARCHICAL) {
+        if (hier_split(sys, c->chips, c->n, &h)) {
+            phases = curve_prices(sys, COLL_REDUCE_SCATTER, h.local, h.per, 1);
+            free(h.local);
+        } else {
+            algo = COLL_RING;
+        }
     }
+    if (algo == COLL_RING && op != COLL_SEND_RECV && op != COLL_ALL_TO_ALL)
+        whole = curve_prices(sys, op, c->chips, c->n, c->chunks > 1 ? c->chunks : 1);
     if (whole) snprintf(buf, size, "measured busbw curve %s", sys->curve.name);
     else if (phases)
         snprintf(buf, size, "measured busbw curve %s inside each node, alpha-beta across",
