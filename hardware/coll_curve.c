@@ -115,43 +115,63 @@ static int row_check(struct reader *r, const struct csv_row *row)
     if (!*cell[COL_SOURCE])
         return csv_reader_fail(&r->cr, row->line, r->err, "column source: expected where "
                                "the figure comes from, got an empty cell");
-    int points = 0;
+    int points = 0, counts = 0;
+    const struct row *first = NULL;
     for (int i = 0; i < r->n; i++) {
         const struct row *o = &r->rows[i];
         if (strcmp(o->curve, x.curve)) continue;
-        if (o->gpus != x.gpus)
-            return csv_reader_fail(&r->cr, row->line, r->err, "column gpus: expected %d as "
-                                   "at line %ld (one GPU count per curve), got '%s'", o->gpus,
-                                   o->line, q[COL_GPUS]);
-        if (o->op != x.op) continue;
+        if (!first) first = o;
+        bool seen = false;
+        for (int j = 0; j < i && !seen; j++)
+            seen = !strcmp(r->rows[j].curve, x.curve) && r->rows[j].gpus == o->gpus;
+        counts += !seen;
+        if (o->gpus != x.gpus || o->op != x.op) continue;
         points++;
         if (o->size >= x.size)
             return csv_reader_fail(&r->cr, row->line, r->err, "column size_bytes: expected "
-                                   "sizes increasing down the rows of curve %s %s (line %ld "
-                                   "has %.0f), got '%s'", x.curve, op_names[x.op], o->line,
-                                   o->size, q[COL_SIZE]);
+                                   "sizes increasing down the rows of curve %s %s on %d GPUs "
+                                   "(line %ld has %.0f), got '%s'", x.curve, op_names[x.op],
+                                   x.gpus, o->line, o->size, q[COL_SIZE]);
     }
+    /* The curve's first row names the GPU count it was measured on; rows on
+     * fewer GPUs are ceilings for groups of that many (coll_curve.h). */
+    if (first && x.gpus > first->gpus)
+        return csv_reader_fail(&r->cr, row->line, r->err, "column gpus: expected at most %d, "
+                               "the count of curve %s's first row (line %ld; rows on fewer "
+                               "GPUs are ceilings for smaller groups), got '%s'", first->gpus,
+                               x.curve, first->line, q[COL_GPUS]);
     if (points >= COLL_CURVE_MAX_POINTS)
         return csv_reader_fail(&r->cr, row->line, r->err, "curve %s %s: expected at most %d "
                                "sizes, got more", x.curve, op_names[x.op],
                                COLL_CURVE_MAX_POINTS);
+    bool new_count = true;
+    for (int i = 0; i < r->n && new_count; i++)
+        new_count = strcmp(r->rows[i].curve, x.curve) || r->rows[i].gpus != x.gpus;
+    if (new_count && counts >= COLL_CURVE_MAX_SETS)
+        return csv_reader_fail(&r->cr, row->line, r->err, "curve %s: expected at most %d GPU "
+                               "counts, got more", x.curve, COLL_CURVE_MAX_SETS);
     MP_GROW(r->rows, r->cap, r->n + 1);
     r->rows[r->n++] = x;
     return MP_OK;
 }
 
-/* Every curve has all-reduce rows: the other collectives are priced on them. */
+/* Every curve has all-reduce rows on its measured count (its first row's):
+ * the other collectives and the smaller groups are priced on them. */
 static int check_complete(struct reader *r)
 {
     for (int i = 0; i < r->n; i++) {
+        int j0 = 0;
+        while (strcmp(r->rows[j0].curve, r->rows[i].curve)) j0++;
         bool ar = false;
-        for (int j = 0; j < r->n && !ar; j++)
-            ar = !strcmp(r->rows[j].curve, r->rows[i].curve) && r->rows[j].op == CURVE_ALL_REDUCE;
+        for (int j = j0; j < r->n && !ar; j++)
+            ar = !strcmp(r->rows[j].curve, r->rows[i].curve) && r->rows[j].op == CURVE_ALL_REDUCE &&
+                 r->rows[j].gpus == r->rows[j0].gpus;
         if (!ar)
-            return mp_fail(r->err, MP_ERR_INPUT, "%s:%ld: curve %s has no all_reduce row: "
-                           "expected every curve to have all_reduce rows (all_gather and "
-                           "reduce_scatter are priced on them)", r->path, r->rows[i].line,
-                           r->rows[i].curve);
+            return mp_fail(r->err, MP_ERR_INPUT, "%s:%ld: curve %s has no all_reduce row on "
+                           "%d GPUs: expected every curve to have all_reduce rows on the count "
+                           "of its first row (all_gather, reduce_scatter and smaller groups are "
+                           "priced on them)", r->path, r->rows[i].line, r->rows[i].curve,
+                           r->rows[j0].gpus);
     }
     return MP_OK;
 }
@@ -185,12 +205,18 @@ int coll_curve_load(struct coll_curve *c, const char *path, const char *name,
         for (int i = 0; i < r.n; i++) {
             const struct row *x = &r.rows[i];
             if (strcmp(x->curve, name)) continue;
+            if (!c->present) c->gpus = x->gpus;
+            c->present = true;
             struct coll_curve_points *p = &c->op[x->op];
+            if (x->gpus != c->gpus) {
+                int k = 0;
+                while (k < c->n_caps && c->cap_gpus[k] != x->gpus) k++;
+                if (k == c->n_caps) c->cap_gpus[c->n_caps++] = x->gpus;
+                p = &c->cap[k][x->op];
+            }
             p->size[p->n] = x->size;
             p->busbw[p->n] = x->busbw;
             p->n++;
-            c->gpus = x->gpus;
-            c->present = true;
         }
         if (!c->present) {
             char known[512] = "";
@@ -237,6 +263,19 @@ static double points_busbw(const struct coll_curve_points *p, double bytes, bool
             return bytes / (t0 + (t1 - t0) * u);
         }
     return p->busbw[p->n - 1];
+}
+
+double coll_curve_cap(const struct coll_curve *c, enum curve_op op, int n, double bytes)
+{
+    if (!c->present || n >= c->gpus || c->n_caps == 0) return INFINITY;
+    /* The largest count measured at or below n; below them all, the smallest. */
+    int best = -1, least = 0;
+    for (int k = 0; k < c->n_caps; k++) {
+        if (c->cap_gpus[k] <= n && (best < 0 || c->cap_gpus[k] > c->cap_gpus[best])) best = k;
+        if (c->cap_gpus[k] < c->cap_gpus[least]) least = k;
+    }
+    const struct coll_curve_points *p = &c->cap[best >= 0 ? best : least][op];
+    return p->n > 0 ? points_busbw(p, bytes, false) : INFINITY;
 }
 
 double coll_curve_busbw(const struct coll_curve *c, enum curve_op op, double bytes)

@@ -30,7 +30,14 @@
  * and reduce-scatter measure 361–363 GB/s at 16 GiB against the all-reduce's
  * 480, calibration.md §5c). Own rows interpolate the same way between their
  * points and stay at the nearest point's busbw outside them (a ceiling, not
- * a floor). */
+ * a floor).
+ *
+ * GPU counts: a curve's first row names the count it was measured on (g);
+ * rows on fewer GPUs are ceilings for groups of that many, read the same
+ * way (NVLink SHARP's gain grows with the GPU count: 8×H200 all-reduce at
+ * 8 GiB reaches 363 GB/s on 4 GPUs, 460 on 7, 473 on 8, §5c). A group of n
+ * < g takes the ceiling of the largest count ≤ n that has rows (below them
+ * all, the smallest's), and none when no count does. */
 #ifndef MPSIM_COLL_CURVE_H
 #define MPSIM_COLL_CURVE_H
 
@@ -41,6 +48,7 @@
 enum curve_op { CURVE_ALL_REDUCE, CURVE_ALL_GATHER, CURVE_REDUCE_SCATTER, N_CURVE_OPS };
 
 #define COLL_CURVE_MAX_POINTS 32
+#define COLL_CURVE_MAX_SETS 16   /* GPU counts in one curve: the measured one and ceilings */
 
 struct coll_curve_points {
     int n;
@@ -51,14 +59,17 @@ struct coll_curve_points {
 struct coll_curve {
     bool present;      /* false: the system has none (alpha-beta everywhere) */
     char name[64];
-    int gpus;          /* the GPU count the curve was measured on */
+    int gpus;          /* the GPU count the curve was measured on (its first row's) */
     struct coll_curve_points op[N_CURVE_OPS];
+    int n_caps;        /* ceilings for smaller groups: their GPU counts and rows */
+    int cap_gpus[COLL_CURVE_MAX_SETS - 1];
+    struct coll_curve_points cap[COLL_CURVE_MAX_SETS - 1][N_CURVE_OPS];
 };
 
 /* Read the table at `path` (every row checked: columns, a known collective,
- * whole sizes strictly increasing within a curve's collective, busbw > 0,
- * one GPU count per curve, an all_reduce row in every curve) and keep the
- * curve `name`. MP_ERR_INPUT "PATH:LINE: column NAME: what was wrong,
+ * whole sizes strictly increasing within a curve's collective and GPU count,
+ * busbw > 0, no row on more GPUs than the curve's first, all_reduce rows on
+ * that count in every curve) and keep the curve `name`. MP_ERR_INPUT "PATH:LINE: column NAME: what was wrong,
  * expected what"; a name not in the table: "PATH: no curve 'X' (known: ...)". */
 int coll_curve_load(struct coll_curve *c, const char *path, const char *name,
                     struct mp_error *err);
@@ -69,5 +80,9 @@ int coll_curve_load_default(struct coll_curve *c, const char *name, struct mp_er
 /* busbw (bytes/s) of `op` on a buffer of `bytes` on the curve's GPU count:
  * the interpolation above (all-reduce curve, capped by the op's own rows). */
 double coll_curve_busbw(const struct coll_curve *c, enum curve_op op, double bytes);
+
+/* The ceiling (bytes/s) the curve's rows on fewer GPUs put on `op` for a
+ * group of n < gpus at `bytes` (the rule above); INFINITY when none. */
+double coll_curve_cap(const struct coll_curve *c, enum curve_op op, int n, double bytes);
 
 #endif

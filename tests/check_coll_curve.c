@@ -176,6 +176,35 @@ START_TEST(gather_and_scatter_on_the_curve)
 }
 END_TEST
 
+/* Rows on fewer GPUs are ceilings for groups of that many (calibration.md
+ * §5c: 8×H200 all-reduce at 8 GiB, 363.3 GB/s on 4 GPUs, 460.0 on 7; NVLS
+ * gains with the count). 4 H200s, 8 GiB: the 8-GPU curve at 16 GiB gives
+ * 479.98, capped at 363.3: T = 8589934592 × 1.5 / 363.3e9 = 35,466.3 us.
+ * 7: 8589934592 × (12/7) / 460.0e9 = 32,012.2 us. 2 GPUs, below every
+ * measured count: the smallest's ceiling, 363.3 (a ring's busbw, as NVLS
+ * gives nothing at 4). 8: no ceiling, 479.98. Small messages stay under
+ * the ceilings: 4 H200s at 16 MiB read the curve at 32 MiB, S/busbw =
+ * 69.786 us (16 MiB / 240.41 GB/s) + (1/7) × (325.41 − 69.786) us (128 MiB
+ * / 412.45 GB/s) = 106.30 us, busbw 315.65 GB/s, T = 16777216 × 1.5 /
+ * 315.65e9 = 79.73 us. */
+START_TEST(fewer_gpu_ceilings_by_hand)
+{
+    struct system sys;
+    load(&sys, "dgx-h200", 8);
+    ck_assert_int_eq(sys.curve.n_caps, 4);
+    NEAR_US(fast_us(&sys, COLL_ALL_REDUCE, 4, 8 * GiB), 8589934592.0 * 1.5 / 363.3e9 * 1e6);
+    NEAR_US(fast_us(&sys, COLL_ALL_REDUCE, 7, 8 * GiB),
+            8589934592.0 * (12.0 / 7) / 460.0e9 * 1e6);
+    NEAR_US(fast_us(&sys, COLL_ALL_REDUCE, 2, 8 * GiB), 8589934592.0 * 1.0 / 363.3e9 * 1e6);
+    NEAR_US(fast_us(&sys, COLL_ALL_REDUCE, 8, 8 * GiB), 8589934592.0 * 1.75 / 479.98e9 * 1e6);
+    double t16 = 16777216 / 240.41e9, t128 = 134217728 / 412.45e9;
+    double s_b = t16 + (33554432.0 - 16777216) / (134217728 - 16777216) * (t128 - t16);
+    NEAR_US(fast_us(&sys, COLL_ALL_REDUCE, 4, 16 * MiB), 16777216 * 1.5 / (33554432 / s_b) * 1e6);
+    ck_assert(fabs(fast_us(&sys, COLL_ALL_REDUCE, 4, 16 * MiB) - 79.73) < 0.01);
+    system_release(&sys);
+}
+END_TEST
+
 /* A group of n < 8 reads the 8-GPU curve at S · (8/n)/k, scaled by k.
  * Switch (k = 1): 4 A100s, 8 MiB all-reduce = the 16 MiB point's busbw,
  * T = 8388608 × 1.5 / 106.16e9 = 118.53 us; 2 A100s at 16 KiB read 64 KiB,
@@ -338,8 +367,12 @@ START_TEST(bad_tables)
     /* Sizes that are not whole bytes; a GPU count of 1; two counts in a curve. */
     bad_table("x,all_reduce,8,1.5,1,a\n", "x", ":2: column size_bytes", "whole number");
     bad_table("x,all_reduce,1,1024,1,a\n", "x", ":2: column gpus", "2 to");
-    bad_table("x,all_reduce,8,1024,1,a\nx,all_reduce,4,2048,1,a\n", "x", ":3: column gpus",
-              "expected 8 as at line 2");
+    bad_table("x,all_reduce,4,1024,1,a\nx,all_reduce,8,2048,1,a\n", "x", ":3: column gpus",
+              "expected at most 4");
+    bad_table("x,all_reduce,8,1024,1,a\nx,all_reduce,4,2048,1,a\nx,all_reduce,4,1024,1,a\n",
+              "x", ":4: column size_bytes", "on 4 GPUs");
+    bad_table("x,all_gather,8,1024,1,a\nx,all_reduce,4,2048,1,a\n", "x",
+              ":2: curve x has no all_reduce row on 8 GPUs", "expected");
     /* Unknown collective, empty source, an all-gather without all-reduce rows. */
     bad_table("x,all_to_all,8,1024,1,a\n", "x", ":2: column collective", "all_reduce, all_gather");
     bad_table("x,all_reduce,8,1024,1,\n", "x", ":2: column source", "empty");
@@ -423,6 +456,7 @@ static Suite *coll_curve_suite(void)
     tcase_add_test(tc, clamped_below_and_above);
     tcase_add_test(tc, gather_and_scatter_on_the_curve);
     tcase_add_test(tc, smaller_groups_by_hand);
+    tcase_add_test(tc, fewer_gpu_ceilings_by_hand);
     tcase_add_test(tc, without_a_curve_alpha_beta);
     tcase_add_test(tc, detailed_equals_fast_on_the_curve);
     tcase_add_test(tc, bad_tables);

@@ -38,10 +38,11 @@
  * is exactly that — the curve indexed by the piece S/n each ring step
  * moves, so the latency floor of n chips is 2(n−1) steps, not 2(g−1)) and
  * k = (n−1)/(g−1) on a full mesh (n−1 rings over n−1 of each GPU's g−1
- * links: busbw = S/(n·α + S/((n−1)·B)), again exact). calibration.md §5c's
- * NVLS gain that grows with the GPU count (8×H200: 1.29× a ring at 8 GPUs,
- * 1.00× at 4) is not modelled: H100/H200 groups of 4 to 7 read the 8-GPU
- * NVLS curve, up to 23% fast at large messages. That covers the TP/SP
+ * links: busbw = S/(n·α + S/((n−1)·B)), again exact) — and no higher than
+ * the curve's rows on fewer GPUs allow (coll_curve_cap: NVLink SHARP's
+ * gain grows with the GPU count, 8×H200 1.29× a ring at 8 GPUs and 1.00×
+ * at 4, calibration.md §5c, so a 4-GPU H200 all-reduce tops out at the
+ * ring's 363 GB/s where 8 reach 480). That covers the TP/SP
  * groups' collectives, ZeRO's gathers and scatters and DP reduces inside a
  * node, and the intra-node phases of hierarchical collectives; across
  * nodes, explicit tree all-reduce, halving-doubling and direct, all-to-all,
@@ -264,6 +265,8 @@ static mp_time curve_step(const struct system *sys, enum coll_op op, int n, doub
     double g = sys->curve.gpus;
     double k = sys->scaleup.topo == TOPO_FULL_MESH ? (n - 1) / (g - 1) : 1;
     double busbw = k * coll_curve_busbw(&sys->curve, cop, bytes * (g / n) / k);
+    double cap = coll_curve_cap(&sys->curve, cop, n, bytes);
+    if (cap < busbw) busbw = cap;
     return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)ring_steps(op, n));
 }
 
