@@ -30,7 +30,7 @@
 
 enum key_id {
     K_NAME, K_CHIP, K_CPN, K_DESCRIPTION,
-    K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS,
+    K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS, K_UP_CURVE,
     K_OUT_TOPO, K_OUT_BW, K_OUT_LAT,
     K_HOST_MEM, K_HOST_LINK, K_HOST_LINK_BW, K_HOST_LINK_LAT, K_HOST_DISK, K_HOST_DISK_BW,
     N_KEYS
@@ -50,6 +50,7 @@ static const struct key {
     [K_UP_BW] = { "scaleup", "bandwidth" },
     [K_UP_LAT] = { "scaleup", "latency" },
     [K_UP_DIMS] = { "scaleup", "dims" },
+    [K_UP_CURVE] = { "scaleup", "busbw_curve" },
     [K_OUT_TOPO] = { "scaleout", "topology" },
     [K_OUT_BW] = { "scaleout", "bandwidth" },
     [K_OUT_LAT] = { "scaleout", "latency" },
@@ -89,6 +90,13 @@ static const struct topo_name {
   out_topos[] = { { "fat_tree", TOPO_FAT_TREE }, { "rail", TOPO_RAIL },
                   { "chain", TOPO_CHAIN }, { "none", TOPO_NONE } };
 
+static const char *topo_label(enum topology t)
+{
+    for (size_t i = 0; i < sizeof up_topos / sizeof up_topos[0]; i++)
+        if (up_topos[i].topo == t) return up_topos[i].name;
+    return "?";
+}
+
 struct ini_ctx {
     const char *path;
     struct mp_error *err;
@@ -107,6 +115,7 @@ struct ini_ctx {
     struct fabric up, out;
     long host_line;        /* line of the [host] header, 0 = none */
     struct system_host host;
+    char curve[64];        /* [scaleup] busbw_curve, "" = none */
 };
 
 /* Edit distance, for "did you mean". Names here are short. */
@@ -383,6 +392,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
                              units_expect_bandwidth, value);
         return 1;
     }
+    case K_UP_CURVE:
+        /* Looked up in hardware/collectives.csv once the file is read. */
+        if (!*value || strlen(value) >= sizeof x->curve)
+            return fail_line(x, x->line, "%s: expected a curve name of "
+                             "hardware/collectives.csv (1 to %zu characters), got '%s'", full,
+                             sizeof x->curve - 1, value);
+        memcpy(x->curve, value, strlen(value) + 1);
+        return 1;
     case K_HOST_LINK_LAT:
         if (units_parse_duration(value, &x->host.link_latency) != 0)
             return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
@@ -472,6 +489,10 @@ static int check_keys(struct ini_ctx *x)
     }
     if (!check_fabric(x, "scaleup", K_UP_TOPO, K_UP_BW, K_UP_LAT, &x->up)) return 0;
     if (!check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out)) return 0;
+    if (x->seen[K_UP_CURVE] && x->up.topo != TOPO_SWITCH && x->up.topo != TOPO_FULL_MESH)
+        return fail_line(x, x->seen[K_UP_CURVE], "[scaleup] busbw_curve: expected only with "
+                         "topology switch or full_mesh (the fabrics the curves were measured "
+                         "on), got topology %s", topo_label(x->up.topo));
     return check_host(x);
 }
 
@@ -641,6 +662,19 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
     if (!x.failed && read_error)
         return mp_fail(err, MP_ERR_INPUT, "%s: cannot read: %s", file, strerror(read_errno));
     if (x.failed || !check_keys(&x)) return MP_ERR_INPUT;
+    if (x.curve[0]) {
+        /* The table's own errors name its file and line; a name it lacks is
+         * this file's error (coll_curve.h). */
+        struct mp_error e2 = { 0 };
+        if (coll_curve_load_default(&sys->curve, x.curve, &e2)) {
+            if (strncmp(e2.msg, "no curve ", 9)) {
+                if (err) *err = e2;
+                return MP_ERR_INPUT;
+            }
+            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleup] busbw_curve: %s", file,
+                           x.seen[K_UP_CURVE], e2.msg);
+        }
+    }
 
     if (x.seen[K_NAME]) {
         snprintf(sys->name, sizeof sys->name, "%s", x.name);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 
 #include "chip.h"
+#include "coll_curve.h"
 #include "sim/common.h"
 
 enum topology {
@@ -88,6 +89,8 @@ struct system {
                                  node + 1 / node - 1 (one chain per rail) */
     int *torus;              /* torus: [chip * 2 * n_dims + 2 * dim + (0 plus, 1 minus)] */
     struct system_host host; /* [host]: host memory, host link, disk */
+    struct coll_curve curve; /* [scaleup] busbw_curve: measured collective busbw by size
+                                (hardware/collectives.csv); curve.present false = none */
 };
 
 /* Load a system preset (name under hardware/systems/ or a path) with the chip

@@ -226,6 +226,10 @@ static const struct bad cases[] = {
       0, 3, "never closes", 0 },
     /* ---- system INI ---- */
     { F_SYS, "", 0, 0, "chip", 0 },
+    /* [scaleup] busbw_curve: a name hardware/collectives.csv lacks; a curve on a ring. */
+    { F_SYS, SYS_HEAD SYS_OK_UP "busbw_curve = h100-nvlink5\n", 0, 8, "busbw_curve", 0 },
+    { F_SYS, SYS_HEAD "[scaleup]\ntopology = ring\nbandwidth = 100GB/s\nlatency = 1us\n"
+             "busbw_curve = h100-nvlink4\n", 0, 8, "busbw_curve", 0 },
     { F_SYS, "", 0, 0, "", 1 },
     { F_SYS, "[system]\nchip = textbook\nchips_per_node = 0\n" SYS_OK_UP, 0, 3,
       "chips_per_node", 0 },

@@ -168,6 +168,22 @@ expect 2 "hardware/kernels.csv:$(wc -l <"$K"):|column value|at most 1" -- run sc
 cp hardware/kernels.csv "$K"
 grep -v '^a100-sxm,launch,' hardware/kernels.csv >"$K"
 expect 2 "hardware/kernels.csv:|chip a100-sxm has no launch row|expected" -- run scenarios/megatron-gpt3-175b.ini $O
+# the measured collective busbw table (hardware/collectives.csv) and [scaleup] busbw_curve
+C="$T/home/hardware/collectives.csv"
+cp hardware/kernels.csv "$K"
+printf 'a100-nvlink3,all_reduce,8,34359738368,0,no bandwidth\n' >>"$C"
+expect 2 "hardware/collectives.csv:$(wc -l <"$C"):|column busbw_gbs|above 0|got '0'" -- run scenarios/megatron-gpt3-175b.ini $O
+expect 2 "hardware/collectives.csv:$(wc -l <"$C"):|column busbw_gbs" -- collective --system dgx-a100 --op all_reduce --bytes 1GiB --chips 8
+cp hardware/collectives.csv "$C"
+printf 'a100-nvlink3,all_reduce,8,1024,1,out of order\n' >>"$C"
+expect 2 "hardware/collectives.csv:$(wc -l <"$C"):|column size_bytes|increasing|got '1024'" -- collective --system dgx-a100 --op all_reduce --bytes 1GiB --chips 8
+cp hardware/collectives.csv "$C"
+printf 'a100-nvlink3,all_reduce,8,34359738368\n' >>"$C"
+expect 2 "hardware/collectives.csv:$(wc -l <"$C"):|expected 6 columns|got 4" -- collective --system dgx-a100 --op all_reduce --bytes 1GiB --chips 8
+cp hardware/collectives.csv "$C"
+sed 's/^busbw_curve = a100-nvlink3/busbw_curve = a100-nvlink4/' hardware/systems/dgx-a100.ini >"$T/home/hardware/systems/dgx-a100.ini"
+expect 2 "dgx-a100.ini:$(grep -n '^busbw_curve' "$T/home/hardware/systems/dgx-a100.ini" | cut -d: -f1):|[scaleup] busbw_curve|no curve 'a100-nvlink4'|known: a100-nvlink3" -- collective --system dgx-a100 --op all_reduce --bytes 1GiB --chips 8
+cp hardware/systems/dgx-a100.ini "$T/home/hardware/systems/dgx-a100.ini"
 unset MPSIM_HOME
 expect 2 "model.compute_bits = 8|a100-sxm has no FP8 peak|expected 16" -- run scenarios/megatron-gpt3-175b.ini --set model.compute_bits=8 $O
 expect 2 "training.recipe|megatron-2021|none, megatron-2022, megatron-core" -- run scenarios/megatron-gpt3-175b.ini --set training.recipe=megatron-2021 $O

@@ -2,8 +2,9 @@
  * timed the way nccl-tests reports it (shared/reference/formats.md): size,
  * time, algbw = bytes / time, busbw = algbw × 2(n−1)/n for all-reduce,
  * × (n−1)/n for reduce-scatter, all-gather and all-to-all, × 1 otherwise.
- * Both fidelities are printed: the alpha-beta time (fast) and the engine
- * running the expanded transfers (detailed), so they can be compared. */
+ * Both fidelities are printed: the fast time (alpha-beta, or the measured
+ * busbw curve, as the header line says) and the engine running the
+ * expanded transfers (detailed), so they can be compared. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +34,16 @@ static const char collective_usage_text[] =
     "  --chunks C   ring algorithms: the buffer in C pieces in flight at once, each step\n"
     "               sending them in turn (NCCL's chunks; default 1). A chip forwards a piece\n"
     "               as soon as it has arrived, and a link is busy only while bytes leave, so\n"
-    "               the latency is paid once per step, not once per piece\n"
+    "               the latency is paid once per step, not once per piece (alpha-beta on\n"
+    "               the links: a measured curve is NCCL's own pipelining, one buffer)\n"
     "  --sweep      every power of two from 8 B up to SIZE, like nccl-tests -b 8 -e SIZE\n"
-    "  --fast       the alpha-beta time only (no detailed engine run)\n"
+    "  --fast       the fast time only (no detailed engine run)\n"
+    "\n"
+    "The fast time is the system's measured busbw curve (hardware/collectives.csv,\n"
+    "[scaleup] busbw_curve: dgx-a100, dgx-h100, dgx-h200, mi300x-node) for a ring or\n"
+    "auto all-reduce, all-gather or reduce-scatter inside one node, interpolated\n"
+    "between measured sizes; else alpha-beta on the links. The second line of the\n"
+    "output says which.\n"
     "  --force      run past the work budget\n"
     "\n"
     "Limits: SIZE at most 1024PiB (2^60 bytes); N at most 1048576. The work (routes\n"
@@ -188,8 +196,9 @@ int cli_collective(int argc, char **argv)
            sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
     if (chunks > 1) printf(", %ld chunks in flight%s", chunks, used == COLL_RING ? "" : " (ring only: ignored)");
     printf("\n");
-    printf("# time: alpha-beta (run.fidelity = fast); detailed: the engine over the expanded "
-           "transfers\n");
+    char model[160];
+    printf("# time: %s (run.fidelity = fast); detailed: the engine over the expanded "
+           "transfers\n", collective_priced_by(&sys, &c, model, sizeof model));
     printf("%14s %12s %10s %10s %14s\n", "size (B)", "time (us)", "algbw GB/s", "busbw GB/s",
            "detailed (us)");
     if (sweep)

@@ -136,8 +136,8 @@ int cli_list(int argc, char **argv)
             int wn = 16;
             for (int k = 0; k < n; k++) wn = (int)strlen(names[k]) > wn ? (int)strlen(names[k]) : wn;
             if (i == 0)
-                printf("%-*s %-22s %-20s %s\n", wn, "system", "chips per node", "scale-up",
-                       "scale-out (per chip, per direction)");
+                printf("%-*s %-22s %-20s %-20s %s\n", wn, "system", "chips per node", "scale-up per dir",
+                       "scale-out per dir", "collectives in a node");
             char node[96], up[32], out[32];
             snprintf(node, sizeof node, "%d × %s", sys.chips_per_node, sys.chip.name);
             fmt_bw(up, sizeof up, sys.chips_per_node > 1 ? sys.scaleup.bw : 0);
@@ -153,7 +153,11 @@ int cli_list(int argc, char **argv)
             col(node, 22, false);
             printf(" ");
             col(up, 20, false);
-            printf(" %s\n", out);
+            printf(" ");
+            col(out, 20, false);
+            /* Which model prices in-node collectives (hardware/coll_curve.h). */
+            if (sys.curve.present) printf(" measured busbw curve %s\n", sys.curve.name);
+            else printf(" %s\n", sys.chips_per_node > 1 ? "alpha-beta on the links" : "—");
             system_release(&sys);
         }
         chip_catalog_release(&cat);

@@ -21,11 +21,40 @@
  * On a full mesh (xGMI) the ring algorithms run n−1 rings at once over the
  * disjoint links, as RCCL does, so each ring carries 1/(n−1) of the data.
  * The detailed expansion has one comm stream per chip and so cannot drive
- * several links at once; that case (and tree) is priced as at fast, one op. */
+ * several links at once; that case (and tree) is priced as at fast, one op.
+ *
+ * Measured curve. When the system has a busbw curve (hardware/coll_curve.h,
+ * [scaleup] busbw_curve), a ring (or auto) all-reduce, all-gather or
+ * reduce-scatter whose chips are all in one node, no more of them than the
+ * curve was measured on, in one buffer (chunks ≤ 1), takes the measured
+ * time instead:
+ *   T = S·factor(n)/busbw(S), factor 2(n−1)/n (all-reduce) or (n−1)/n,
+ * busbw(S) the curve's (coll_curve_busbw) for the g GPUs it was measured
+ * on. A group of n < g chips reads it where the alpha-beta model puts the
+ * same split of latency and bandwidth (an assumption: the curves are for 8
+ * GPUs only):
+ *   busbw_n(S) = k · busbw_g(S · (g/n) / k),
+ * k = 1 on a switch (one ring: busbw = S/(n·α + S/B), and busbw_g at S·g/n
+ * is exactly that — the curve indexed by the piece S/n each ring step
+ * moves, so the latency floor of n chips is 2(n−1) steps, not 2(g−1)) and
+ * k = (n−1)/(g−1) on a full mesh (n−1 rings over n−1 of each GPU's g−1
+ * links: busbw = S/(n·α + S/((n−1)·B)), again exact) — and no higher than
+ * the curve's rows on fewer GPUs allow (coll_curve_cap: NVLink SHARP's
+ * gain grows with the GPU count, 8×H200 1.29× a ring at 8 GPUs and 1.00×
+ * at 4, calibration.md §5c, so a 4-GPU H200 all-reduce tops out at the
+ * ring's 363 GB/s where 8 reach 480). That covers the TP/SP
+ * groups' collectives, ZeRO's gathers and scatters and DP reduces inside a
+ * node, and the intra-node phases of hierarchical collectives; across
+ * nodes, explicit tree all-reduce, halving-doubling and direct, all-to-all,
+ * broadcast and send/recv stay alpha-beta. T is rounded per ring step
+ * (T/steps, steps = 2(n−1) or n−1) and the detailed expansion sends each
+ * step's S/n at that step time (the link held for the step less the route's
+ * latency), so the fast and detailed times agree exactly on an idle fabric. */
 #include "collective.h"
 
 #include <assert.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +236,40 @@ static mp_time hd_time(const struct system *sys, const int *chips, int n, double
 static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
                        const int *chips, int n, double bytes, int chunks);
 
+/* The measured curve prices this ring collective (the rule at the top). */
+static bool curve_prices(const struct system *sys, enum coll_op op, const int *chips, int n,
+                         int chunks)
+{
+    const struct coll_curve *cv = &sys->curve;
+    if (!cv->present || n < 2 || n > cv->gpus || chunks > 1) return false;
+    if (op != COLL_ALL_REDUCE && op != COLL_ALL_GATHER && op != COLL_REDUCE_SCATTER) return false;
+    int node = system_node_of(sys, chips[0]);
+    for (int i = 1; i < n; i++)
+        if (system_node_of(sys, chips[i]) != node) return false;
+    return true;
+}
+
+static long long ring_steps(enum coll_op op, int n)
+{
+    return op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
+}
+
+/* One ring step of the curve-priced collective: T / steps, T = S·factor /
+ * busbw (collective.c's header). */
+static mp_time curve_step(const struct system *sys, enum coll_op op, int n, double bytes)
+{
+    enum curve_op cop = op == COLL_ALL_REDUCE ? CURVE_ALL_REDUCE
+                        : op == COLL_ALL_GATHER ? CURVE_ALL_GATHER : CURVE_REDUCE_SCATTER;
+    /* n < g chips: the g-chip curve read at S·(g/n)/k and scaled by k (the
+     * header's rule; k = 1 on a switch, (n−1)/(g−1) on a full mesh). */
+    double g = sys->curve.gpus;
+    double k = sys->scaleup.topo == TOPO_FULL_MESH ? (n - 1) / (g - 1) : 1;
+    double busbw = k * coll_curve_busbw(&sys->curve, cop, bytes * (g / n) / k);
+    double cap = coll_curve_cap(&sys->curve, cop, n, bytes);
+    if (cap < busbw) busbw = cap;
+    return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)ring_steps(op, n));
+}
+
 static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
                          double bytes)
 {
@@ -246,6 +309,8 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         op != COLL_ALL_GATHER)
         algo = COLL_RING;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(n)) algo = COLL_RING;
+    if (algo == COLL_RING && curve_prices(sys, op, chips, n, chunks))
+        return mp_time_mul(curve_step(sys, op, n, bytes), ring_steps(op, n));
     double rings = mesh_group(sys, chips, n) ? n - 1 : 1;
     switch (algo) {
     case COLL_TREE: {
@@ -290,6 +355,45 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         }
         return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), n - 1);
     }
+}
+
+const char *collective_model(const struct system *sys, char *buf, size_t size)
+{
+    if (sys->curve.present)
+        snprintf(buf, size, "measured busbw curve %s (hardware/collectives.csv)", sys->curve.name);
+    else
+        snprintf(buf, size, "alpha-beta");
+    return buf;
+}
+
+const char *collective_priced_by(const struct system *sys, const struct coll_spec *c, char *buf,
+                                 size_t size)
+{
+    /* The algorithm op_time ends up pricing, as it resolves it. */
+    enum coll_op op = c->op;
+    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, op, c->chips, c->n) : c->algo;
+    bool reduce_like = op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER;
+    if (algo == COLL_HIERARCHICAL && !reduce_like) algo = COLL_RING;
+    if (algo == COLL_HALVING_DOUBLING && !is_pow2(c->n)) algo = COLL_RING;
+    if (algo == COLL_TREE && op != COLL_ALL_REDUCE && op != COLL_BROADCAST) algo = COLL_RING;
+    bool whole = false, phases = false;
+    struct hier h;
+    if (algo == COLL_HIERARCHICAL) {
+        if (hier_split(sys, c->chips, c->n, &h)) {
+            phases = curve_prices(sys, COLL_REDUCE_SCATTER, h.local, h.per, 1);
+            free(h.local);
+        } else {
+            algo = COLL_RING;
+        }
+    }
+    if (algo == COLL_RING && op != COLL_SEND_RECV && op != COLL_ALL_TO_ALL)
+        whole = curve_prices(sys, op, c->chips, c->n, c->chunks > 1 ? c->chunks : 1);
+    if (whole) snprintf(buf, size, "measured busbw curve %s", sys->curve.name);
+    else if (phases)
+        snprintf(buf, size, "measured busbw curve %s inside each node, alpha-beta across",
+                 sys->curve.name);
+    else snprintf(buf, size, "alpha-beta");
+    return buf;
 }
 
 mp_time collective_time(const struct system *sys, const struct coll_spec *c)
@@ -350,14 +454,19 @@ struct expand {
     int added;
 };
 
-static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, int dep2)
+/* A transfer of `bytes` on the route src → dst, priced by the route, or
+ * taking `step` when that is > 0 (a curve-priced ring step: the latency is
+ * the route's, at most the step, and the link is held for the rest). */
+static int transfer_at(struct expand *x, int src, int dst, double bytes, int dep1, int dep2,
+                       mp_time step)
 {
     int stack[MAX_ROUTE], *links;
     int nl = system_route_buf(x->sys, src, dst, stack, MAX_ROUTE, &links);
     enum op_tag tag = x->c->tag ? x->c->tag : op_tags[x->c->op];
+    mp_time lat = system_route_time(x->sys, links, nl, 0);
     struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, tag,
-                        system_route_time(x->sys, links, nl, bytes));
-    o.latency = system_route_time(x->sys, links, nl, 0);
+                        step > 0 ? step : system_route_time(x->sys, links, nl, bytes));
+    o.latency = step > 0 && lat > step ? step : lat;
     o.bytes = bytes;
     o.comm = x->c->comm;
     o.mb = x->c->mb;
@@ -370,20 +479,27 @@ static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, 
     return id;
 }
 
+static int transfer(struct expand *x, int src, int dst, double bytes, int dep1, int dep2)
+{
+    return transfer_at(x, src, dst, bytes, dep1, dep2, 0);
+}
+
 /* Ring with `steps` steps of bytes/n over chips[0..n), each step in C
  * chunks (coll_spec.chunks) sent one after another: in done[i] the last
  * transfer into chip i. Appended step by step, chunk by chunk, so that each
  * chip's comm stream sends in that order (collective.h has the times). */
 static void ring_expand(struct expand *x, const int *chips, int n, double bytes, int steps,
-                        const int *ready, int *done)
+                        mp_time step_time, const int *ready, int *done)
 {
-    int C = x->c->chunks > 1 ? x->c->chunks : 1;
+    /* A curve-priced ring (step_time > 0) is one buffer: the curve is NCCL's
+     * own pipelining, measured. */
+    int C = x->c->chunks > 1 && step_time <= 0 ? x->c->chunks : 1;
     double chunk = bytes / n / C;
     if (x->c->compact) {
         /* One OP_RING per chip; the engine generates its steps (taskgraph.h). */
         int first = x->g->n_ops;
         for (int i = 0; i < n; i++) {
-            int id = transfer(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1);
+            int id = transfer_at(x, chips[i], chips[(i + 1) % n], chunk, ready[i], -1, step_time);
             if (!x->g->over) x->g->ops[id].kind = OP_RING;
         }
         tg_add_ring_chunked(x->g, first, n, steps * C, C);
@@ -397,7 +513,8 @@ static void ring_expand(struct expand *x, const int *chips, int n, double bytes,
             for (int i = 0; i < n; i++) {
                 /* What chip i sends at this step is what it received last step. */
                 int dep = step == 0 ? ready[i] : prev[c * n + (i + n - 1) % n];
-                cur[c * n + i] = transfer(x, chips[i], chips[(i + 1) % n], chunk, dep, -1);
+                cur[c * n + i] = transfer_at(x, chips[i], chips[(i + 1) % n], chunk, dep, -1,
+                                             step_time);
             }
         int *t = prev; prev = cur; cur = t;
     }
@@ -584,9 +701,11 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
     default:
         break;
     }
-    /* Ring. */
+    /* Ring, at the measured curve's step time where it applies. */
+    int chunks = x->c->chunks > 1 ? x->c->chunks : 1;
+    mp_time step = curve_prices(x->sys, op, chips, n, chunks) ? curve_step(x->sys, op, n, bytes) : 0;
     if (op == COLL_ALL_REDUCE) {
-        ring_expand(x, chips, n, bytes, 2 * (n - 1), ready, done);
+        ring_expand(x, chips, n, bytes, 2 * (n - 1), step, ready, done);
     } else if (op == COLL_BROADCAST) {
         /* A chain from chips[0], pipelined in chunks: chunk j moves from chip
          * i to i+1 once it has reached i. The ring's closing link is unused. */
@@ -601,7 +720,7 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
         }
         free(at);
     } else {
-        ring_expand(x, chips, n, bytes, n - 1, ready, done);
+        ring_expand(x, chips, n, bytes, n - 1, step, ready, done);
     }
 }
 
@@ -632,7 +751,7 @@ void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
         for (int i = 0; i < n; i++) done[i] = ready[i];
         return;
     }
-    ring_expand(&x, chips, n, bytes, 2 * (n - 1), ready, done);
+    ring_expand(&x, chips, n, bytes, 2 * (n - 1), 0, ready, done);
 }
 
 mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chips, int n,

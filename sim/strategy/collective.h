@@ -88,9 +88,23 @@ double collective_bus_factor(enum coll_op op, int n);
  * direct for all-to-all and send/recv, else ring. */
 enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const int *chips, int n);
 
-/* Alpha-beta time of the collective with nothing else on the links (the
- * fast fidelity's duration). See collective.c for each algorithm's formula. */
+/* Time of the collective with nothing else on the links (the fast
+ * fidelity's duration): alpha-beta, or the system's measured busbw curve
+ * for ring/auto all-reduce, all-gather and reduce-scatter inside a node.
+ * See collective.c for each algorithm's formula and when the curve applies. */
 mp_time collective_time(const struct system *sys, const struct coll_spec *c);
+
+/* Which model prices the system's scale-up collectives, for reports:
+ * "measured busbw curve NAME (hardware/collectives.csv)" when it has one,
+ * else "alpha-beta". Written to buf; returns buf. */
+const char *collective_model(const struct system *sys, char *buf, size_t size);
+
+/* What prices this one collective at fast fidelity: "measured busbw curve
+ * NAME" (the whole of it), "measured busbw curve NAME inside each node,
+ * alpha-beta across" (hierarchical with the curve's phases), or
+ * "alpha-beta". Written to buf; returns buf. */
+const char *collective_priced_by(const struct system *sys, const struct coll_spec *c, char *buf,
+                                 size_t size);
 
 /* The work of pricing (fast) or running (detailed) the collective: the
  * routes its formula looks at, plus at detailed the engine events of its
@@ -116,7 +130,8 @@ void collective_ring_all_reduce(struct taskgraph *g, const struct system *sys,
 
 /* The alpha-beta time of the same ring all-reduce with nothing else on the
  * links: 2(n−1) × route time of S/n bytes between ring neighbours (the
- * slowest neighbour pair sets the pace). */
+ * slowest neighbour pair sets the pace). Both of these are the links'
+ * alpha-beta model, never the measured curve. */
 mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chips, int n,
                                         double bytes);
 

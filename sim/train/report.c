@@ -10,6 +10,7 @@
 #include <csv.h>
 
 #include "sim/io/units.h"
+#include "sim/strategy/collective.h"
 
 /* A duration for people: 3 decimals in the largest unit below it. */
 static void fmt_time(char *buf, size_t size, mp_time t)
@@ -260,6 +261,12 @@ void report_text(FILE *f, const struct sim *s)
                 (double)c->synthetic.forward / 1e9, (double)c->synthetic.backward_input / 1e9,
                 (double)c->synthetic.backward_weight / 1e9, (double)c->synthetic.hop / 1e9);
     fprintf(f, "system      %s: %d × %s\n", s->sys.name, r->n_chips, s->sys.chip.name);
+    if (s->has_system) {
+        /* Which model priced the scale-up collectives (hardware/coll_curve.h). */
+        char model[160];
+        fprintf(f, "collectives in a node: %s; across nodes: alpha-beta\n",
+                collective_model(&s->sys, model, sizeof model));
+    }
     if (s->has_calib) report_kernels_line(f, s);
     fprintf(f, "layout      tp %d × pp %d × dp %d, vpp %d, schedule %s, %d microbatches of %d, "
                "recompute %s, zero %d\n",
@@ -413,6 +420,9 @@ void report_json(FILE *f, const struct sim *s)
     cJSON_AddNumberToObject(root, "chips", r->n_chips);
     if (s->has_system) {
         cJSON_AddStringToObject(root, "chip", s->sys.chip.name);
+        char model[160];
+        cJSON_AddStringToObject(root, "collective_model",
+                                collective_model(&s->sys, model, sizeof model));
         cJSON_AddNumberToObject(root, "capacity_bytes", s->sys.chip.mem_bytes);
     }
     cJSON_AddNumberToObject(root, "microbatches", r->microbatches);
