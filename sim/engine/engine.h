@@ -145,6 +145,14 @@ struct engine_fop {
 /* Position `q` of stream `s` in the full step (engine_stream_len). */
 struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q);
 
+/* With a jump, per graph op: 1 when it sits at or after the jump on its
+ * stream. Such an op stands, in the full step, for itself
+ * engine_skipped_periods declared periods ahead, its times recorded as the
+ * full step's (engine_fop_shift 0); a predecessor or stream neighbour of it
+ * that is such an op too is that op again. NULL without a jump. For fast
+ * readers of the view (the step accounting). */
+const uint8_t *engine_after_jump(const struct engine *e);
+
 /* The time to add to e->start[f.id] and e->end[f.id] for op `f`. */
 mp_time engine_fop_shift(const struct engine *e, struct engine_fop f);
 

@@ -77,6 +77,7 @@ struct engine_skip {
     int r;                      /* they repeat every r declared periods (1 or 2) */
     mp_time delta;              /* the time of r periods */
     int32_t *at;                /* [streams]: next op at the jump */
+    uint8_t *after;             /* [ops]: 1 at or after the jump on its stream */
     int log_a, log_b;           /* memory log length at the two snapshots */
 };
 
@@ -212,6 +213,7 @@ void skip_release(struct engine *e)
     free(k->seq_end);
     free(k->oldest);
     free(k->at);
+    free(k->after);
     free(k);
     e->skip = NULL;
 }
@@ -339,6 +341,9 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     }
     k->at = mp_xmalloc((size_t)k->n_streams * sizeof *k->at);
     for (int s = 0; s < k->n_streams; s++) k->at[s] = next_pos(e, s);
+    k->after = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *k->after);
+    for (int s = 0; s < k->n_streams; s++)
+        for (int i = e->next[s]; i < g->stream_off[s + 1]; i++) k->after[g->stream_ops[i]] = 1;
     /* Ops in flight across the jump end, in the full step, where they would
      * have without it; their pending events stand for their copies in the
      * last inserted period. */
@@ -440,6 +445,11 @@ struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q)
         return (struct engine_fop){ g->stream_ops[off + k->at[s] - len + t % len],
                                     (t / len + 1) * k->r };
     return (struct engine_fop){ g->stream_ops[off + q - k->periods * k->p->len[s]], k->periods };
+}
+
+const uint8_t *engine_after_jump(const struct engine *e)
+{
+    return engine_skipped_periods(e) > 0 ? e->skip->after : NULL;
 }
 
 mp_time engine_fop_shift(const struct engine *e, struct engine_fop f)
