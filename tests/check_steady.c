@@ -294,6 +294,85 @@ START_TEST(random_layouts_are_identical_and_bounded)
 }
 END_TEST
 
+/* Passes copied from the first of their kind (sim/strategy/pipeline.c):
+ * the graph must be the one built pass by pass, op for op (every field) and
+ * edge for edge in the same order, and so every time the engine gives. On
+ * every shipped training scenario and 40 random layouts, skipping as they
+ * do (the shorter graph is the one built); `copied` counts the layouts
+ * whose graph had copies at all (a TP group at fast fidelity). */
+static bool same_op(const struct op *a, const struct op *b)
+{
+    return a->duration == b->duration && a->latency == b->latency && a->bytes == b->bytes &&
+           a->alloc_bytes == b->alloc_bytes && a->free_bytes == b->free_bytes &&
+           a->chip == b->chip && a->mb == b->mb && a->mb2 == b->mb2 && a->stage == b->stage &&
+           a->layer_first == b->layer_first && a->layer_last == b->layer_last &&
+           a->route_off == b->route_off && a->route_len == b->route_len &&
+           a->stream == b->stream && a->kind == b->kind && a->tag == b->tag &&
+           a->alloc_cat == b->alloc_cat && a->free_cat == b->free_cat && a->comm == b->comm;
+}
+
+static void same_graph(const struct config *cfg, const char *what, int *copied)
+{
+    struct sim a, b;
+    struct mp_error err = { 0 };
+    struct sim_options oa = { 0 }, ob = { .every_pass = true };
+    int ra = sim_run(&a, cfg, &oa, &err), rb = sim_run(&b, cfg, &ob, &err);
+    ck_assert_int_eq(ra, rb);
+    if (a.has_graph && b.has_graph) {
+        const struct taskgraph *x = &a.g, *y = &b.g;
+        ck_assert_msg(x->n_ops == y->n_ops && x->n_edges == y->n_edges && x->n_route == y->n_route,
+                      "%s: %d ops %d edges against %d ops %d edges", what, x->n_ops, x->n_edges,
+                      y->n_ops, y->n_edges);
+        for (int i = 0; i < x->n_ops; i++)
+            ck_assert_msg(same_op(&x->ops[i], &y->ops[i]), "%s: op %d differs", what, i);
+        for (int e = 0; e < x->n_edges; e++)
+            ck_assert_msg(x->edge_from[e] == y->edge_from[e] && x->edge_to[e] == y->edge_to[e],
+                          "%s: edge %d differs", what, e);
+        for (int i = 0; i < x->n_route; i++) ck_assert_int_eq(x->route[i], y->route[i]);
+        if (ra == MP_OK)
+            for (int i = 0; i < x->n_ops; i++)
+                ck_assert(a.e.start[i] == b.e.start[i] && a.e.end[i] == b.e.end[i]);
+        ck_assert_int_eq(a.res.step_time, b.res.step_time);
+        ck_assert_uint_eq(a.res.events, b.res.events);
+        if (cfg->parallel.tp > 1 && cfg->run.fidelity == FIDELITY_FAST) (*copied)++;
+    }
+    sim_release(&a);
+    sim_release(&b);
+}
+
+START_TEST(copied_passes_build_the_same_graph)
+{
+    DIR *dir = opendir(mp_test_path("scenarios"));
+    ck_assert_ptr_nonnull(dir);
+    struct dirent *de;
+    int copied = 0;
+    while ((de = readdir(dir))) {
+        size_t len = strlen(de->d_name);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".ini")) continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "scenarios/%.250s", de->d_name);
+        struct config cfg;
+        struct mp_error err = { 0 };
+        config_defaults(&cfg);
+        ck_assert_int_eq(config_load(&cfg, mp_test_path(rel), &err), MP_OK);
+        if (cfg.inference.present) continue;
+        same_graph(&cfg, de->d_name, &copied);
+    }
+    closedir(dir);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2022);
+    for (int i = 0; i < 40; i++) {
+        struct config cfg;
+        random_layout(r, &cfg);
+        char what[64];
+        snprintf(what, sizeof what, "random layout %d", i);
+        same_graph(&cfg, what, &copied);
+    }
+    gsl_rng_free(r);
+    ck_assert_int_ge(copied, 10);
+}
+END_TEST
+
 /* The program comparison by hand: 1F1B, p = 4, m = 64. Device 0 runs 3
  * warm-up forwards, then pairs (F(k+3), BW(k)), then 3 cool-down
  * backwards; a period is one pair (c = 2 ops, q = 1 microbatch), and
@@ -343,6 +422,7 @@ static Suite *steady_suite(void)
     tcase_add_test(tc, one_f_one_b_periods_by_hand);
     tcase_add_test(tc, shipped_training_scenarios_are_identical);
     tcase_add_test(tc, random_layouts_are_identical_and_bounded);
+    tcase_add_test(tc, copied_passes_build_the_same_graph);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1165,6 +1165,7 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     *plan = (struct pipeline_plan){
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
+        .every_pass = opts->every_pass,
     };
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);
