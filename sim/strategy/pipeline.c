@@ -617,23 +617,38 @@ static void memo_record(struct pass_memo *m, const struct taskgraph *g, int chip
 /* Append the recorded pass for microbatch p->mb, as tg_add and tg_dep
  * would have been called for it (the ids they return, past the cap too). */
 static void memo_replay(const struct pass_memo *m, struct taskgraph *g, const struct pipe_op *p,
-                        int *ids, struct emitted *em)
+                        struct emitted *em)
 {
-    for (int i = 0; i < m->n_ops; i++) {
-        struct op o = m->ops[i];
-        o.mb = p->mb;
-        ids[i] = tg_add(g, &o);
+    int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
+    int base = g->n_ops;
+    if (m->n_ops <= cap - g->n_ops) {
+        tg_add_many(g, m->ops, m->n_ops);
+        for (int i = base; i < g->n_ops; i++) g->ops[i].mb = p->mb;
+        tg_dep_many(g, m->edge, m->n_edges, base);
+        em->first = m->first >= 0 ? base + m->first : -1;
+        em->out = m->out >= 0 ? base + m->out : -1;
+        em->last_compute = m->last_compute >= 0 ? base + m->last_compute : -1;
+    } else {
+        /* Crossing the cap: op by op, as emit_pass would (tg_add's stand-ins). */
+        int *ids = mp_xmalloc((size_t)(m->n_ops ? m->n_ops : 1) * sizeof *ids);
+        for (int i = 0; i < m->n_ops; i++) {
+            struct op o = m->ops[i];
+            o.mb = p->mb;
+            ids[i] = tg_add(g, &o);
+        }
+        for (int e = 0; e < m->n_edges; e++)
+            tg_dep(g, ids[m->edge[2 * e]], ids[m->edge[2 * e + 1]]);
+        em->first = m->first >= 0 ? ids[m->first] : -1;
+        em->out = m->out >= 0 ? ids[m->out] : -1;
+        em->last_compute = m->last_compute >= 0 ? ids[m->last_compute] : -1;
+        free(ids);
     }
-    for (int e = 0; e < m->n_edges; e++) tg_dep(g, ids[m->edge[2 * e]], ids[m->edge[2 * e + 1]]);
-    em->first = m->first >= 0 ? ids[m->first] : -1;
-    em->out = m->out >= 0 ? ids[m->out] : -1;
-    em->last_compute = m->last_compute >= 0 ? ids[m->last_compute] : -1;
     em->grad_seen = false;
 }
 
 /* emit_pass, or the copy of the first pass of its (stage, kind, last). */
 static void emit_pass_memo(struct taskgraph *g, const struct pipeline_plan *pl,
-                           struct pass_memo *memo, int **scratch, int *cap_scratch, int device,
+                           struct pass_memo *memo, int device,
                            int chip, const struct pipe_op *p, int k, bool last, const int *deps,
                            int n_deps, int *ready, int *done, struct unit_carry *carry,
                            struct emitted *em)
@@ -644,8 +659,7 @@ static void emit_pass_memo(struct taskgraph *g, const struct pipeline_plan *pl,
     }
     struct pass_memo *m = &memo[((size_t)p->stage * 5 + p->kind) * 2 + last];
     if (m->ok && m->chip == chip && !g->over) {
-        MP_GROW(*scratch, *cap_scratch, m->n_ops);
-        memo_replay(m, g, p, *scratch, em);
+        memo_replay(m, g, p, em);
         return;
     }
     int op0 = g->n_ops, e0 = g->n_edges;
@@ -748,7 +762,6 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
 
     /* Passes copied from the first of their kind: [stage][kind][last]. */
     struct pass_memo *memo = mp_xcalloc((size_t)S * 5 * 2, sizeof *memo);
-    int *scratch = NULL, cap_scratch = 0;
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
@@ -775,7 +788,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 if (gone >= 0) tg_dep(g, gone, reload);
             }
             struct emitted em;
-            emit_pass_memo(g, pl, memo, &scratch, &cap_scratch, d, chip, p, k, last, &reload,
+            emit_pass_memo(g, pl, memo, d, chip, p, k, last, &reload,
                            reload >= 0, ready, done, &carry, &em);
             prev_first = em.first;
             if (p->kind == PIPE_FB && pl->units && pl->units[p->stage2].n > 0)
@@ -850,7 +863,6 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
         free(memo[i].edge);
     }
     free(memo);
-    free(scratch);
 
     /* Pass 2: dependencies along each microbatch's path, from the op that
      * produced an input to the first op of the pass that takes it. */
