@@ -84,6 +84,13 @@ struct engine {
     /* Steady-state skipping (skip.c): */
     mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
     struct engine_skip *skip;       /* NULL when the graph declares no period */
+    /* Fused chains (engine.c, "chains timed at once"): */
+    bool no_fuse;                   /* every op its own events */
+    bool fuse_unsafe;               /* a chain met a tie it cannot order: run again unfused */
+    uint8_t *fused;                 /* [ops]: timed as part of a chain, not by its own events */
+    uint64_t fused_events;          /* the events the chains stand for */
+    mp_time last_pop;               /* time of the event before the one being handled */
+    bool last_fused;                /* that event ended a chain */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
@@ -179,6 +186,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
 
 /* Internal to the engine (engine.c calls them; skip.c defines them). */
 void skip_init(struct engine *e);
+bool skip_watched(const struct engine *e, int id);
 void skip_release(struct engine *e);
 void skip_note_event(struct engine *e, int id, uint32_t handle, int what);
 void skip_after_event(struct engine *e, int id, int what);

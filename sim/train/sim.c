@@ -1058,6 +1058,7 @@ static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct ste
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
     s->e.record_released = opts->record_released;
+    s->e.no_fuse = opts->unfused;
     /* Not declared: the shorter graph is not the step; run nothing. */
     if (sp && !declared) return MP_OK;
     int rc = check_horizon(s, err);
