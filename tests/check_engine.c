@@ -200,6 +200,47 @@ START_TEST(memory_peak_and_breakdown)
 }
 END_TEST
 
+/* A TP pass as a chain on chip 0: compute c0 (10 ps), all-reduce a1 (5)
+ * after it, compute c1 (10) after a1, all-reduce a2 (5) after c1, compute
+ * c2 (4) after a2. a1 starts at 10 with the compute stream idle and c1 at
+ * its head, so a1, c1 and a2 are timed at once (engine.c): a1 10–15, c1
+ * 15–25, a2 25–30, c2 30–34, one event for a2 in place of three; the
+ * event count is still one per op (5). With `other` on chip 1 ending at
+ * 30 too, a2's event ties with it: the run is simulated again op by op
+ * (no_fuse set), with the same times. */
+static void chain_graph(struct taskgraph *g, int *id, mp_time other)
+{
+    tg_init(g, 2, 0);
+    id[0] = add(g, 0, STREAM_COMPUTE, 10);
+    struct op o = tg_op(OP_COLLECTIVE, 0, STREAM_COMM, TAG_ALL_REDUCE, 5);
+    id[1] = tg_add(g, &o);
+    id[2] = add(g, 0, STREAM_COMPUTE, 10);
+    id[3] = tg_add(g, &o);
+    id[4] = add(g, 0, STREAM_COMPUTE, 4);
+    for (int k = 0; k < 4; k++) tg_dep(g, id[k], id[k + 1]);
+    id[5] = add(g, 1, STREAM_COMPUTE, other);
+}
+
+START_TEST(a_chain_is_timed_at_once_and_a_tie_runs_it_op_by_op)
+{
+    static const mp_time start[5] = { 0, 10, 15, 25, 30 }, end[5] = { 10, 15, 25, 30, 34 };
+    for (int tie = 0; tie < 2; tie++) {
+        struct taskgraph g; struct engine e;
+        int id[6];
+        chain_graph(&g, id, tie ? 30 : 29);
+        run_ok(&g, &e);
+        for (int k = 0; k < 5; k++) {
+            ck_assert_int_eq(e.start[id[k]], start[k]);
+            ck_assert_int_eq(e.end[id[k]], end[k]);
+        }
+        ck_assert_uint_eq(e.events, 6);
+        ck_assert_int_eq(e.no_fuse, tie); /* the tie sent it back to op by op */
+        if (!tie) ck_assert_uint_eq(e.fused_events, 2); /* a1's and c1's ends */
+        engine_release(&e); tg_release(&g);
+    }
+}
+END_TEST
+
 static Suite *engine_suite(void)
 {
     Suite *s = suite_create("engine");
@@ -212,6 +253,7 @@ static Suite *engine_suite(void)
     tcase_add_test(tc, a_transfer_holds_its_link_for_its_bytes_only);
     tcase_add_test(tc, a_cycle_is_reported_not_hung);
     tcase_add_test(tc, memory_peak_and_breakdown);
+    tcase_add_test(tc, a_chain_is_timed_at_once_and_a_tie_runs_it_op_by_op);
     suite_add_tcase(s, tc);
     return s;
 }

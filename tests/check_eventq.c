@@ -127,6 +127,59 @@ START_TEST(run_and_stop)
 }
 END_TEST
 
+/* The small mode (a sorted array while at most EVENTQ_SMALL events are
+ * pending) and its hand-over to the radix heap, against a plain list kept
+ * sorted by hand: a hold model (pop the earliest, schedule one no earlier,
+ * ties common) with a random event cancelled now and then. Loop 0 keeps
+ * 40 pending throughout, so it never leaves the small mode; loop 1 grows
+ * to 300 pending half-way through, so the events pending at the hand-over
+ * and every one after go through the radix heap. */
+START_TEST(small_mode_hold_model_against_reference)
+{
+    enum { STEPS = 4000, CAP = 400 };
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(rng, 7 + (unsigned long)_i);
+    struct eventq q;
+    eventq_init(&q);
+    struct ref live[CAP];
+    uint32_t handle[CAP];
+    int n = 0;
+    uint64_t seq = 0;
+    mp_time now = 0;
+    for (int step = 0; step < STEPS; step++) {
+        int want = _i == 1 && step >= STEPS / 2 ? 300 : 40;
+        while (n < want) {
+            mp_time t = now + (mp_time)gsl_rng_uniform_int(rng, 50);
+            int prio = (int)gsl_rng_uniform_int(rng, 2);
+            handle[n] = eventq_schedule(&q, t, prio, (int64_t)seq);
+            live[n++] = (struct ref){ .time = t, .prio = prio, .seq = seq, .data = (int64_t)seq };
+            seq++;
+        }
+        if (gsl_rng_uniform(rng) < 0.1) { /* cancel one at random */
+            int k = (int)gsl_rng_uniform_int(rng, (unsigned long)n);
+            ck_assert(eventq_cancel(&q, handle[k]));
+            live[k] = live[--n];
+            handle[k] = handle[n];
+            continue;
+        }
+        int best = 0; /* the earliest by (time, prio, sequence) */
+        for (int k = 1; k < n; k++)
+            if (ref_cmp(&live[k], &live[best]) < 0) best = k;
+        struct eventq_event ev;
+        ck_assert(eventq_pop(&q, &ev));
+        ck_assert_int_eq(ev.time, live[best].time);
+        ck_assert_int_eq(ev.prio, live[best].prio);
+        ck_assert_int_eq(ev.data, live[best].data);
+        now = ev.time;
+        live[best] = live[--n];
+        handle[best] = handle[n];
+        ck_assert_uint_eq(eventq_size(&q), (size_t)n);
+    }
+    eventq_release(&q);
+    gsl_rng_free(rng);
+}
+END_TEST
+
 static Suite *eventq_suite(void)
 {
     Suite *s = suite_create("eventq");
@@ -136,6 +189,7 @@ static Suite *eventq_suite(void)
     tcase_add_test(tc, priority_breaks_time_ties_before_sequence);
     tcase_add_test(tc, cancel_after_delivery_is_false);
     tcase_add_test(tc, run_and_stop);
+    tcase_add_loop_test(tc, small_mode_hold_model_against_reference, 0, 2);
     suite_add_tcase(s, tc);
     return s;
 }

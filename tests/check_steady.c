@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/engine/engine.h"
 #include "sim/strategy/steady.h"
 #include "sim/train/bound.h"
 #include "sim/train/report.h"
@@ -294,6 +295,171 @@ START_TEST(random_layouts_are_identical_and_bounded)
 }
 END_TEST
 
+/* Passes copied from the first of their kind (sim/strategy/pipeline.c):
+ * the graph must be the one built pass by pass, op for op (every field) and
+ * edge for edge in the same order, and so every time the engine gives. On
+ * every shipped training scenario and 40 random layouts, skipping as they
+ * do (the shorter graph is the one built); `copied` counts the layouts
+ * whose graph had copies at all (a TP group at fast fidelity). */
+static bool same_op(const struct op *a, const struct op *b)
+{
+    return a->duration == b->duration && a->latency == b->latency && a->bytes == b->bytes &&
+           a->alloc_bytes == b->alloc_bytes && a->free_bytes == b->free_bytes &&
+           a->chip == b->chip && a->mb == b->mb && a->mb2 == b->mb2 && a->stage == b->stage &&
+           a->layer_first == b->layer_first && a->layer_last == b->layer_last &&
+           a->route_off == b->route_off && a->route_len == b->route_len &&
+           a->stream == b->stream && a->kind == b->kind && a->tag == b->tag &&
+           a->alloc_cat == b->alloc_cat && a->free_cat == b->free_cat && a->comm == b->comm;
+}
+
+static void same_graph(const struct config *cfg, const char *what, int *copied)
+{
+    struct sim a, b;
+    struct mp_error err = { 0 };
+    struct sim_options oa = { 0 }, ob = { .every_pass = true };
+    int ra = sim_run(&a, cfg, &oa, &err), rb = sim_run(&b, cfg, &ob, &err);
+    ck_assert_int_eq(ra, rb);
+    if (a.has_graph && b.has_graph) {
+        const struct taskgraph *x = &a.g, *y = &b.g;
+        ck_assert_msg(x->n_ops == y->n_ops && x->n_edges == y->n_edges && x->n_route == y->n_route,
+                      "%s: %d ops %d edges against %d ops %d edges", what, x->n_ops, x->n_edges,
+                      y->n_ops, y->n_edges);
+        for (int i = 0; i < x->n_ops; i++)
+            ck_assert_msg(same_op(&x->ops[i], &y->ops[i]), "%s: op %d differs", what, i);
+        for (int e = 0; e < x->n_edges; e++)
+            ck_assert_msg(x->edge_from[e] == y->edge_from[e] && x->edge_to[e] == y->edge_to[e],
+                          "%s: edge %d differs", what, e);
+        for (int i = 0; i < x->n_route; i++) ck_assert_int_eq(x->route[i], y->route[i]);
+        if (ra == MP_OK)
+            for (int i = 0; i < x->n_ops; i++)
+                ck_assert(a.e.start[i] == b.e.start[i] && a.e.end[i] == b.e.end[i]);
+        ck_assert_int_eq(a.res.step_time, b.res.step_time);
+        ck_assert_uint_eq(a.res.events, b.res.events);
+        if (cfg->parallel.tp > 1 && cfg->run.fidelity == FIDELITY_FAST) (*copied)++;
+    }
+    sim_release(&a);
+    sim_release(&b);
+}
+
+/* Chains timed at once (sim/engine/engine.c) against the engine running
+ * every op by its own events: every op's start and end, which op released
+ * each (with a timeline), every figure of the JSON, the event count and
+ * the periods skipped, on every shipped training scenario (skipping as
+ * they do; the small ones also in full and with a timeline) and on 60
+ * random layouts. */
+static void same_fused(const struct config *cfg, const char *what, bool skip, bool record)
+{
+    struct sim a, b;
+    struct mp_error err = { 0 };
+    struct config c = *cfg;
+    c.run.steady_skip = skip;
+    struct sim_options oa = { .record_memory = record, .record_released = record };
+    struct sim_options ob = oa;
+    ob.unfused = true;
+    int ra = sim_run(&a, &c, &oa, &err), rb = sim_run(&b, &c, &ob, &err);
+    ck_assert_msg(ra == rb, "%s: %d against %d", what, ra, rb);
+    if (ra == MP_OK) {
+        ck_assert_int_eq(a.g.n_ops, b.g.n_ops);
+        /* The step as simulated in full, stream by stream (a chain in
+         * flight at a jump is recorded on the other side of it). */
+        for (int st = 0; st < a.g.n_chips * N_STREAMS; st++) {
+            int64_t n = engine_stream_len(&a.e, st);
+            ck_assert_int_eq(n, engine_stream_len(&b.e, st));
+            for (int64_t i = 0; i < n; i++) {
+                mp_time sa, sb;
+                int x = engine_stream_op(&a.e, st, i, &sa), y = engine_stream_op(&b.e, st, i, &sb);
+                ck_assert_msg(a.e.start[x] + sa == b.e.start[y] + sb &&
+                              a.e.end[x] + sa == b.e.end[y] + sb,
+                              "%s: stream %d op %lld runs %lld..%lld fused, %lld..%lld not", what,
+                              st, (long long)i, (long long)(a.e.start[x] + sa),
+                              (long long)(a.e.end[x] + sa), (long long)(b.e.start[y] + sb),
+                              (long long)(b.e.end[y] + sb));
+            }
+        }
+        if (record)
+            for (int i = 0; i < a.g.n_ops; i++)
+                ck_assert_msg(a.e.released_by[i] == b.e.released_by[i], "%s: op %d released by "
+                              "%d fused, %d not", what, i, a.e.released_by[i], b.e.released_by[i]);
+        ck_assert_uint_eq(a.res.events, b.res.events);
+        ck_assert_int_eq(a.res.steady_skipped_periods, b.res.steady_skipped_periods);
+        char *ja = json_of(&a), *jb = json_of(&b);
+        ck_assert_msg(!strcmp(ja, jb), "%s: the JSON differs", what);
+        free(ja);
+        free(jb);
+    }
+    sim_release(&a);
+    sim_release(&b);
+}
+
+START_TEST(fused_chains_run_as_every_op)
+{
+    DIR *dir = opendir(mp_test_path("scenarios"));
+    ck_assert_ptr_nonnull(dir);
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        size_t len = strlen(de->d_name);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".ini")) continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "scenarios/%.250s", de->d_name);
+        struct config cfg;
+        struct mp_error err = { 0 };
+        config_defaults(&cfg);
+        ck_assert_int_eq(config_load(&cfg, mp_test_path(rel), &err), MP_OK);
+        if (cfg.inference.present) continue;
+        same_fused(&cfg, de->d_name, true, false);
+        if (!strstr(de->d_name, "gpt-1t") && !strstr(de->d_name, "405b")) {
+            same_fused(&cfg, de->d_name, false, false);
+            same_fused(&cfg, de->d_name, true, true);
+        }
+    }
+    closedir(dir);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 1859);
+    for (int i = 0; i < 60; i++) {
+        struct config cfg;
+        random_layout(r, &cfg);
+        char what[64];
+        snprintf(what, sizeof what, "random layout %d", i);
+        same_fused(&cfg, what, true, i % 4 == 0);
+        if (i % 3 == 0) same_fused(&cfg, what, false, false);
+    }
+    gsl_rng_free(r);
+}
+END_TEST
+
+START_TEST(copied_passes_build_the_same_graph)
+{
+    DIR *dir = opendir(mp_test_path("scenarios"));
+    ck_assert_ptr_nonnull(dir);
+    struct dirent *de;
+    int copied = 0;
+    while ((de = readdir(dir))) {
+        size_t len = strlen(de->d_name);
+        if (len < 5 || strcmp(de->d_name + len - 4, ".ini")) continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "scenarios/%.250s", de->d_name);
+        struct config cfg;
+        struct mp_error err = { 0 };
+        config_defaults(&cfg);
+        ck_assert_int_eq(config_load(&cfg, mp_test_path(rel), &err), MP_OK);
+        if (cfg.inference.present) continue;
+        same_graph(&cfg, de->d_name, &copied);
+    }
+    closedir(dir);
+    gsl_rng *r = gsl_rng_alloc(gsl_rng_mt19937);
+    gsl_rng_set(r, 2022);
+    for (int i = 0; i < 40; i++) {
+        struct config cfg;
+        random_layout(r, &cfg);
+        char what[64];
+        snprintf(what, sizeof what, "random layout %d", i);
+        same_graph(&cfg, what, &copied);
+    }
+    gsl_rng_free(r);
+    ck_assert_int_ge(copied, 10);
+}
+END_TEST
+
 /* The program comparison by hand: 1F1B, p = 4, m = 64. Device 0 runs 3
  * warm-up forwards, then pairs (F(k+3), BW(k)), then 3 cool-down
  * backwards; a period is one pair (c = 2 ops, q = 1 microbatch), and
@@ -343,6 +509,8 @@ static Suite *steady_suite(void)
     tcase_add_test(tc, one_f_one_b_periods_by_hand);
     tcase_add_test(tc, shipped_training_scenarios_are_identical);
     tcase_add_test(tc, random_layouts_are_identical_and_bounded);
+    tcase_add_test(tc, copied_passes_build_the_same_graph);
+    tcase_add_test(tc, fused_chains_run_as_every_op);
     suite_add_tcase(s, tc);
     return s;
 }

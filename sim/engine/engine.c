@@ -74,6 +74,7 @@ void engine_release(struct engine *e)
     free(e->ring_prev);
     free(e->ring_next);
     free(e->ring_of);
+    free(e->fused);
     skip_release(e);
     free(e->released_by);
     memset(e, 0, sizeof *e);
@@ -116,6 +117,110 @@ static void link_enqueue(struct engine *e, int link, int op)
  * and a transfer with no latency, has one event doing both. */
 enum { EV_RELEASE = 1, EV_END = 2 };
 
+/* ---- chains timed at once --------------------------------------------
+ * A TP pass is a chain on one chip: compute, a collective on the comm
+ * stream waiting for it, compute waiting for that, and so on. Once such a
+ * collective A starts while the chip's compute stream is idle with the
+ * chain's next compute op C at its head, the rest is fixed: C depends on A
+ * alone and nothing else can take the compute stream before it (it heads
+ * it); the collective after C depends on C alone and follows A on the comm
+ * stream, so nothing else can take that stream before it either; and so on
+ * while each op has exactly the one successor the chain continues with, no
+ * memory effect, no link and no latency. So their starts and ends are
+ * written at once and only the chain's last collective gets an event, its
+ * end doing what it would have done; the events the chain's other ops
+ * would have had are counted (`fused_events`), so `events` is unchanged.
+ *
+ * What can differ is the order of events at one picosecond: the last
+ * collective's event is scheduled when the chain starts, not when it
+ * starts, so an event at the same time scheduled in between would run on
+ * the other side of it. Any event at the time of a chain's last one marks
+ * the run unsafe, and so does a steady-state snapshot that could read the
+ * state differently (skip.c); engine_run then simulates the graph again,
+ * every op with its own events. A chain never hides the end of an op a
+ * snapshot waits for (skip_watched). */
+
+static bool chain_plain(const struct op *o)
+{
+    return o->latency == 0 && o->route_len == 0 && o->alloc_bytes == 0 && o->free_bytes == 0 &&
+           (o->kind == OP_COMPUTE || o->kind == OP_COLLECTIVE);
+}
+
+static int succ_count(const struct taskgraph *g, int id)
+{
+    return g->succ_off[id + 1] - g->succ_off[id];
+}
+
+/* Collective `a` has just started (its stream taken, next advanced): time
+ * the chain after it. Returns its last collective, started at *t_last
+ * (engine clock), or -1 when there is no chain (nothing changed). The
+ * compute op after the chain's last compute one must wait for that last
+ * collective (as the pass's next piece does), or it could start before its
+ * time while the stream looks free: a chain ends a link earlier where it
+ * would not (an op beside a collective under tp_comm_overlap, say). */
+#define CHAIN_MAX 256
+static int fuse_chain(struct engine *e, int a, mp_time *t_last)
+{
+    const struct taskgraph *g = e->g;
+    const struct op *oa = &g->ops[a];
+    int sc = oa->chip * N_STREAMS + STREAM_COMPUTE, sm = oa->chip * N_STREAMS + STREAM_COMM;
+    if (!chain_plain(oa) || oa->kind != OP_COLLECTIVE || e->busy[sc]) return -1;
+    int ic = e->next[sc], im = e->next[sm], cur = a, n = 0;
+    int comp[CHAIN_MAX], coll[CHAIN_MAX + 1]; /* coll[j] then comp[j], j = 0 .. n − 1, then coll[n] */
+    coll[0] = a;
+    while (n < CHAIN_MAX && succ_count(g, cur) == 1 && ic + n < g->stream_off[sc + 1] &&
+           im + n < g->stream_off[sm + 1]) {
+        int c = g->succ[g->succ_off[cur]];
+        const struct op *oc = &g->ops[c];
+        if (c != g->stream_ops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) ||
+            g->n_deps[c] != 1 || succ_count(g, c) != 1 || skip_watched(e, c))
+            break;
+        int a2 = g->succ[g->succ_off[c]];
+        const struct op *o2 = &g->ops[a2];
+        if (a2 != g->stream_ops[im + n] || o2->kind != OP_COLLECTIVE || !chain_plain(o2) ||
+            g->n_deps[a2] != 1)
+            break;
+        comp[n] = c;
+        coll[++n] = a2;
+        cur = a2;
+    }
+    /* The compute stream's op after the chain must wait for its last collective. */
+    while (n > 0 && ic + n < g->stream_off[sc + 1]) {
+        int next = g->stream_ops[ic + n];
+        bool waits = false;
+        for (int k = g->succ_off[coll[n]]; k < g->succ_off[coll[n] + 1] && !waits; k++)
+            waits = g->succ[k] == next;
+        if (waits) break;
+        n--;
+    }
+    if (n == 0) return -1;
+    mp_time t = e->now;
+    for (int j = 0; j < n; j++) {
+        /* coll[j] ends, comp[j] runs, coll[j + 1] starts: without an event. */
+        int x = coll[j], c = comp[j], y = coll[j + 1];
+        mp_time te = t + g->ops[x].duration, tc = te + g->ops[c].duration;
+        e->end[x] = te + e->shift;
+        e->start[c] = te + e->shift;
+        e->end[c] = tc + e->shift;
+        e->start[y] = tc + e->shift;
+        e->pending[c] = e->pending[y] = 0;
+        if (e->released_by) {
+            e->released_by[c] = x;
+            e->released_by[y] = c;
+        }
+        e->fused[x] = e->fused[c] = 1;
+        t = tc;
+    }
+    e->done += 2 * n;
+    e->fused_events += 2 * (uint64_t)n;
+    e->fused[a] = 3; /* the chain's head: a real start, a timed end */
+    e->fused[coll[n]] = 2;
+    e->next[sc] = ic + n;
+    e->next[sm] = im + n;
+    *t_last = t;
+    return coll[n];
+}
+
 /* Start the op heading stream `s` if everything it needs is free. */
 static void try_start(struct engine *e, int s)
 {
@@ -151,7 +256,13 @@ static void try_start(struct engine *e, int s)
         if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
     }
     uint32_t h;
-    if (o->latency > 0) {
+    mp_time t_last;
+    int last = e->fused ? fuse_chain(e, id, &t_last) : -1;
+    if (last >= 0) {
+        h = eventq_schedule(&e->q, t_last + g->ops[last].duration, 0,
+                            (int64_t)last * 4 + (EV_RELEASE | EV_END));
+        if (e->skip) skip_note_event(e, last, h, EV_RELEASE | EV_END);
+    } else if (o->latency > 0) {
         h = eventq_schedule(&e->q, e->now + (o->duration - o->latency), 0, (int64_t)id * 4 + EV_RELEASE);
         if (e->skip) skip_note_event(e, id, h, EV_RELEASE);
         h = eventq_schedule(&e->q, e->now + o->duration, 0, (int64_t)id * 4 + EV_END);
@@ -209,6 +320,17 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
     const struct taskgraph *g = e->g;
     int id = (int)(ev->data >> 2), what = (int)(ev->data & 3);
     const struct op *o = &g->ops[id];
+    if (e->fused) {
+        /* A tie with a chain's last event: its order is not the unfused one's. */
+        bool fin = e->fused[id] == 2;
+        if (ev->time == e->last_pop && (fin || e->last_fused)) {
+            e->fuse_unsafe = true;
+            eventq_stop(&e->q);
+            return;
+        }
+        e->last_pop = ev->time;
+        e->last_fused = fin;
+    }
     e->now = ev->time;
     e->cur = id;
     int s = stream_of(o);
@@ -265,8 +387,23 @@ int engine_run(struct engine *e, struct mp_error *err)
     /* A declared period that does not hold: nothing to run (the caller
      * runs the full graph). */
     if (engine_skip_failed(e)) return MP_OK;
+    if (!e->no_fuse && !g->n_rings)
+        e->fused = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *e->fused);
+    e->last_pop = -1;
     for (int s = 0; s < n_streams(g); s++) try_start(e, s);
     e->events += eventq_run(&e->q, on_op_end, e);
+    /* Chains could not vouch for the order (above), or a window that did
+     * not repeat with them might have without: the graph again, unfused. */
+    if (e->fused && (e->fuse_unsafe || (engine_skip_failed(e) && e->fused_events))) {
+        bool mem = e->record_memory, rel = e->record_released;
+        engine_release(e);
+        engine_init(e, g);
+        e->record_memory = mem;
+        e->record_released = rel;
+        e->no_fuse = true;
+        return engine_run(e, err);
+    }
+    e->events += e->fused_events;
     if (e->done == g->n_ops || engine_skip_failed(e)) return MP_OK;
 
     /* Stuck: name the streams whose next op never became ready. */

@@ -84,6 +84,13 @@ struct engine {
     /* Steady-state skipping (skip.c): */
     mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
     struct engine_skip *skip;       /* NULL when the graph declares no period */
+    /* Fused chains (engine.c, "chains timed at once"): */
+    bool no_fuse;                   /* every op its own events */
+    bool fuse_unsafe;               /* a chain met a tie it cannot order: run again unfused */
+    uint8_t *fused;                 /* [ops]: timed as part of a chain, not by its own events */
+    uint64_t fused_events;          /* the events the chains stand for */
+    mp_time last_pop;               /* time of the event before the one being handled */
+    bool last_fused;                /* that event ended a chain */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
@@ -145,6 +152,14 @@ struct engine_fop {
 /* Position `q` of stream `s` in the full step (engine_stream_len). */
 struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q);
 
+/* With a jump, per graph op: 1 when it sits at or after the jump on its
+ * stream. Such an op stands, in the full step, for itself
+ * engine_skipped_periods declared periods ahead, its times recorded as the
+ * full step's (engine_fop_shift 0); a predecessor or stream neighbour of it
+ * that is such an op too is that op again. NULL without a jump. For fast
+ * readers of the view (the step accounting). */
+const uint8_t *engine_after_jump(const struct engine *e);
+
 /* The time to add to e->start[f.id] and e->end[f.id] for op `f`. */
 mp_time engine_fop_shift(const struct engine *e, struct engine_fop f);
 
@@ -171,6 +186,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
 
 /* Internal to the engine (engine.c calls them; skip.c defines them). */
 void skip_init(struct engine *e);
+bool skip_watched(const struct engine *e, int id);
 void skip_release(struct engine *e);
 void skip_note_event(struct engine *e, int id, uint32_t handle, int what);
 void skip_after_event(struct engine *e, int id, int what);

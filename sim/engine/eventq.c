@@ -34,6 +34,9 @@ void eventq_init(struct eventq *q)
 
 void eventq_release(struct eventq *q)
 {
+    free(q->slot);
+    free(q->sorted);
+    free(q->free_slot);
     for (int b = 0; b < EVENTQ_BUCKETS; b++) free(q->bucket[b].a);
     free(q->early);
     free(q->run);
@@ -148,6 +151,62 @@ static inline const struct eventq_node *run_tail(const struct eventq *q)
     return &q->run[(q->run_head + q->run_n - 1) & (q->run_cap - 1)];
 }
 
+/* ---- the small mode: one sorted array of slots (eventq.h) ---- */
+
+static void radix_push(struct eventq *q, struct eventq_node node);
+
+/* Key order in two compares: the time as a signed number, then the order. */
+static inline bool small_before(const struct eventq_node *a, const struct eventq_node *b)
+{
+    return a->time < b->time || (a->time == b->time && a->order < b->order);
+}
+
+static void small_alloc(struct eventq *q)
+{
+    q->slot = mp_xmalloc(EVENTQ_SMALL * sizeof *q->slot);
+    q->sorted = mp_xmalloc(2 * EVENTQ_SMALL * sizeof *q->sorted);
+    q->free_slot = mp_xmalloc(EVENTQ_SMALL * sizeof *q->free_slot);
+    for (int i = 0; i < EVENTQ_SMALL; i++) q->free_slot[i] = (uint8_t)(EVENTQ_SMALL - 1 - i);
+    q->n_free = EVENTQ_SMALL;
+}
+
+/* Into a free slot, and the slot into its place among sorted[head .. head
+ * + n): bisect for the first key after it (keys are unique), move the
+ * slots of those up one (a byte each). */
+static void small_push(struct eventq *q, struct eventq_node node)
+{
+    if (!q->slot) small_alloc(q);
+    if (q->small_head + q->small_n == 2 * EVENTQ_SMALL) {
+        memmove(q->sorted, q->sorted + q->small_head, q->small_n);
+        q->small_head = 0;
+    }
+    uint8_t id = q->free_slot[--q->n_free];
+    q->slot[id] = node;
+    uint8_t *a = q->sorted + q->small_head;
+    size_t lo = 0, hi = q->small_n;
+    /* Most events go at or near the end (later than what is pending). */
+    if (hi > 0 && small_before(&node, &q->slot[a[hi - 1]])) {
+        hi--;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (small_before(&node, &q->slot[a[mid]])) hi = mid; else lo = mid + 1;
+        }
+        memmove(a + lo + 1, a + lo, q->small_n - lo);
+    } else {
+        lo = hi;
+    }
+    a[lo] = id;
+    q->small_n++;
+}
+
+/* Past EVENTQ_SMALL pending: every event to the radix heap, for good. */
+static void small_to_radix(struct eventq *q)
+{
+    q->big = true;
+    for (size_t i = 0; i < q->small_n; i++) radix_push(q, q->slot[q->sorted[q->small_head + i]]);
+    q->small_head = q->small_n = 0;
+}
+
 uint32_t eventq_schedule(struct eventq *q, mp_time time, int prio, int64_t data)
 {
     assert(prio >= 0 && prio <= EVENTQ_MAX_PRIO);
@@ -156,6 +215,17 @@ uint32_t eventq_schedule(struct eventq *q, mp_time time, int prio, int64_t data)
     struct eventq_node node = {
         .time = time, .order = ((uint64_t)prio << SEQ_BITS) | seq, .data = data,
     };
+    if (!q->big && q->small_n < EVENTQ_SMALL) {
+        small_push(q, node);
+        return (uint32_t)seq;
+    }
+    if (!q->big) small_to_radix(q);
+    radix_push(q, node);
+    return (uint32_t)seq;
+}
+
+static void radix_push(struct eventq *q, struct eventq_node node)
+{
     if (q->run_n == 0 || !before(&node, run_tail(q))) {
         /* No earlier than everything in the run: append, O(1). A ring of
          * transfers of one size schedules nothing else. */
@@ -168,7 +238,6 @@ uint32_t eventq_schedule(struct eventq *q, mp_time time, int prio, int64_t data)
             early_push(q, node);
         q->n++;
     }
-    return (uint32_t)seq;
 }
 
 /* Make bucket 0 hold the radix part's smallest key (the radix part must not
@@ -204,6 +273,14 @@ static void settle(struct eventq *q)
 bool eventq_cancel(struct eventq *q, uint32_t handle)
 {
     /* A linear scan: the engine never cancels. */
+    for (size_t i = 0; i < q->small_n; i++) {
+        uint8_t *a = q->sorted + q->small_head;
+        if ((uint32_t)q->slot[a[i]].order != handle) continue;
+        q->free_slot[q->n_free++] = a[i];
+        memmove(a + i, a + i + 1, q->small_n - i - 1);
+        q->small_n--;
+        return true;
+    }
     for (size_t i = 0; i < q->early_n; i++) {
         if ((uint32_t)q->early[i].order != handle) continue;
         early_remove(q, i);
@@ -233,6 +310,19 @@ bool eventq_cancel(struct eventq *q, uint32_t handle)
 
 bool eventq_pop(struct eventq *q, struct eventq_event *out)
 {
+    if (!q->big) {
+        if (q->small_n == 0) return false;
+        uint8_t id = q->sorted[q->small_head];
+        const struct eventq_node *top = &q->slot[id];
+        q->free_slot[q->n_free++] = id;
+        out->time = top->time;
+        out->prio = (int)(top->order >> SEQ_BITS);
+        out->data = top->data;
+        out->handle = (uint32_t)top->order;
+        q->small_head = --q->small_n ? q->small_head + 1 : 0;
+        q->popped++;
+        return true;
+    }
     /* The earliest of three: the run's head, the radix minimum, the early
      * heap's root. */
     const struct eventq_node *top = NULL;

@@ -42,6 +42,7 @@ struct pend {
 struct snapshot {
     mp_time t;
     int32_t *next;          /* [active streams] */
+    int32_t *xnext;         /* the same as a run without chains (engine.c) would have it */
     uint8_t *busy;
     struct pend *ev;
     int n_ev, cap_ev;
@@ -77,6 +78,7 @@ struct engine_skip {
     int r;                      /* they repeat every r declared periods (1 or 2) */
     mp_time delta;              /* the time of r periods */
     int32_t *at;                /* [streams]: next op at the jump */
+    uint8_t *after;             /* [ops]: 1 at or after the jump on its stream */
     int log_a, log_b;           /* memory log length at the two snapshots */
 };
 
@@ -175,6 +177,7 @@ void skip_init(struct engine *e)
     for (int j = 0; j < 3; j++) {
         struct snapshot *sn = &k->snap[j];
         sn->next = mp_xmalloc(((size_t)k->n_act + 1) * sizeof *sn->next);
+        sn->xnext = mp_xmalloc(((size_t)k->n_act + 1) * sizeof *sn->xnext);
         sn->busy = mp_xmalloc(((size_t)k->n_act + 1) * sizeof *sn->busy);
         sn->holder = mp_xmalloc(((size_t)k->n_links + 1) * sizeof *sn->holder);
         sn->holder_back = mp_xmalloc(((size_t)k->n_links + 1) * sizeof *sn->holder_back);
@@ -194,6 +197,7 @@ void skip_release(struct engine *e)
     for (int j = 0; j < 3; j++) {
         struct snapshot *sn = &k->snap[j];
         free(sn->next);
+        free(sn->xnext);
         free(sn->busy);
         free(sn->ev);
         free(sn->holder);
@@ -212,6 +216,7 @@ void skip_release(struct engine *e)
     free(k->seq_end);
     free(k->oldest);
     free(k->at);
+    free(k->after);
     free(k);
     e->skip = NULL;
 }
@@ -242,6 +247,12 @@ static void push_pend(struct snapshot *sn, struct pend p)
  * g->stream_ops). */
 static int next_pos(const struct engine *e, int s) { return e->next[s] - e->g->stream_off[s]; }
 
+/* Op `id` has ended by now. */
+static bool ended(const struct engine *e, int id)
+{
+    return e->end[id] != NONE && (!e->fused || e->end[id] - e->shift <= e->now);
+}
+
 static void take(struct engine *e, struct snapshot *sn)
 {
     const struct taskgraph *g = e->g;
@@ -251,13 +262,27 @@ static void take(struct engine *e, struct snapshot *sn)
     for (int a = 0; a < k->n_act; a++) {
         int s = k->act[a], off = g->stream_off[s], next = next_pos(e, s);
         sn->next[a] = next;
+        sn->xnext[a] = next;
         sn->busy[a] = e->busy[s];
-        /* Ops in flight: started, not ended, at or above `oldest`. */
-        while (k->oldest[a] < next && e->end[g->stream_ops[off + k->oldest[a]]] != NONE)
-            k->oldest[a]++;
+        /* Ops in flight: started, not ended, at or above `oldest`. An op
+         * of a chain (engine.c) has its end written ahead of time: ended
+         * only once that time has come. */
+        while (k->oldest[a] < next && ended(e, g->stream_ops[off + k->oldest[a]])) k->oldest[a]++;
         for (int i = k->oldest[a]; i < next; i++) {
             int id = g->stream_ops[off + i];
+            if (e->fused && e->fused[id] && e->end[id] != NONE) {
+                /* Timed by its chain: where would a run without chains be? */
+                mp_time t0 = e->start[id] - e->shift;
+                if (t0 > e->now && i < sn->xnext[a]) sn->xnext[a] = i;
+                if (t0 == e->now && e->fused[id] != 3) e->fuse_unsafe = true;
+                continue;
+            }
             if (e->end[id] != NONE) continue;
+            if (e->fused && e->fused[id] == 2 && e->start[id] - e->shift > e->now) {
+                if (i < sn->xnext[a]) sn->xnext[a] = i;
+            } else if (e->fused && e->fused[id] == 2 && e->start[id] - e->shift == e->now) {
+                e->fuse_unsafe = true;
+            }
             const struct op *o = &g->ops[id];
             int back = next - i;
             mp_time t0 = e->start[id] - e->shift;
@@ -301,6 +326,8 @@ static bool agree(const struct engine_skip *k, const struct snapshot *a, const s
     for (int i = 0; i < k->n_act; i++)
         if (b->next[i] != a->next[i] + r * k->p->len[k->act[i]] || b->busy[i] != a->busy[i])
             return false;
+    for (int i = 0; i < k->n_act; i++)
+        if (b->xnext[i] != a->xnext[i] + r * k->p->len[k->act[i]]) return false;
     for (int i = 0; i < a->n_ev; i++) {
         const struct pend *x = &a->ev[i], *y = &b->ev[i];
         if (x->rel != y->rel || x->stream != y->stream || x->back != y->back || x->what != y->what)
@@ -318,13 +345,24 @@ static bool agree(const struct engine_skip *k, const struct snapshot *a, const s
 
 /* Every stream where the periods can go in, with r periods of margin ahead
  * (the ones just run must repeat once more for the copies to be exact). */
-static bool in_window(const struct engine_skip *k, const struct snapshot *b, int r)
+static bool in_window_of(const struct engine_skip *k, const int32_t *next, int r)
 {
     for (int i = 0; i < k->n_act; i++) {
         int s = k->act[i], len = r * k->p->len[s];
-        if (b->next[i] < k->p->lo[s] || b->next[i] > k->p->hi[s] - len) return false;
+        if (next[i] < k->p->lo[s] || next[i] > k->p->hi[s] - len) return false;
     }
     return true;
+}
+
+/* With chains (engine.c) the positions a run without them would have must
+ * be in the window too, or the two runs would not jump at the same
+ * snapshot: then the run is marked unsafe. */
+static bool in_window(struct engine *e, const struct snapshot *b, int r)
+{
+    const struct engine_skip *k = e->skip;
+    bool in = in_window_of(k, b->next, r);
+    if (e->fused && in != in_window_of(k, b->xnext, r)) e->fuse_unsafe = true;
+    return in;
 }
 
 static void jump(struct engine *e, const struct snapshot *a, const struct snapshot *b, int r)
@@ -339,6 +377,9 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     }
     k->at = mp_xmalloc((size_t)k->n_streams * sizeof *k->at);
     for (int s = 0; s < k->n_streams; s++) k->at[s] = next_pos(e, s);
+    k->after = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *k->after);
+    for (int s = 0; s < k->n_streams; s++)
+        for (int i = e->next[s]; i < g->stream_off[s + 1]; i++) k->after[g->stream_ops[i]] = 1;
     /* Ops in flight across the jump end, in the full step, where they would
      * have without it; their pending events stand for their copies in the
      * last inserted period. */
@@ -370,10 +411,15 @@ void skip_after_event(struct engine *e, int id, int what)
      * every second one; the builder's K is even so that either fits. */
     for (int r = 1; r <= 2; r++) {
         const struct snapshot *a = &k->snap[(k->taken - 1 - r + 3) % 3];
-        if (k->taken > r && k->p->elided % r == 0 && in_window(k, b, r) && agree(k, a, b, r)) {
+        if (k->taken > r && k->p->elided % r == 0 && in_window(e, b, r) && agree(k, a, b, r)) {
+            if (e->fuse_unsafe) break;
             jump(e, a, b, r);
             return;
         }
+    }
+    if (e->fuse_unsafe) {
+        eventq_stop(&e->q); /* engine_run simulates the graph again, unfused */
+        return;
     }
     k->watch_pos += k->p->len[k->p->ref];
     set_watch(k, e->g);
@@ -393,6 +439,17 @@ int64_t engine_skipped_periods(const struct engine *e)
 mp_time engine_period(const struct engine *e)
 {
     return e->skip && e->skip->jumped ? e->skip->delta : 0;
+}
+
+bool skip_watched(const struct engine *e, int id)
+{
+    const struct engine_skip *k = e->skip;
+    if (!k || k->failed || k->jumped) return false;
+    const struct op *o = &e->g->ops[id];
+    int ref = k->p->ref, lo = k->p->lo[ref], len = k->p->len[ref];
+    if (o->chip * N_STREAMS + o->stream != ref || len <= 0) return false;
+    int first = lo >= 1 ? lo - 1 : lo - 1 + len, q = k->pos[id];
+    return q >= first && q < k->p->hi[ref] && (q - first) % len == 0;
 }
 
 bool engine_skip_failed(const struct engine *e)
@@ -440,6 +497,11 @@ struct engine_fop engine_full_op(const struct engine *e, int s, int64_t q)
         return (struct engine_fop){ g->stream_ops[off + k->at[s] - len + t % len],
                                     (t / len + 1) * k->r };
     return (struct engine_fop){ g->stream_ops[off + q - k->periods * k->p->len[s]], k->periods };
+}
+
+const uint8_t *engine_after_jump(const struct engine *e)
+{
+    return engine_skipped_periods(e) > 0 ? e->skip->after : NULL;
 }
 
 mp_time engine_fop_shift(const struct engine *e, struct engine_fop f)

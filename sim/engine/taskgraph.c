@@ -63,6 +63,31 @@ int tg_add(struct taskgraph *g, const struct op *op)
     return g->n_ops++;
 }
 
+int tg_add_many(struct taskgraph *g, const struct op *ops, int n)
+{
+    assert(!g->finalized && n >= 0);
+    int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
+    if (g->over || n > cap - g->n_ops) {
+        int first = g->n_ops;
+        for (int i = 0; i < n; i++) {
+            int id = tg_add(g, &ops[i]);
+            if (i == 0) first = id;
+        }
+        return first;
+    }
+    for (int i = 0; i < n; i++) {
+        assert(ops[i].chip >= 0 && ops[i].chip < g->n_chips && ops[i].stream < N_STREAMS);
+        assert(ops[i].duration >= 0 && ops[i].latency >= 0 && ops[i].latency <= ops[i].duration);
+        assert(ops[i].route_len == 0);
+    }
+    g->wanted_ops += n;
+    MP_GROW(g->ops, g->cap_ops, g->n_ops + n);
+    memcpy(g->ops + g->n_ops, ops, (size_t)n * sizeof *ops);
+    int first = g->n_ops;
+    g->n_ops += n;
+    return first;
+}
+
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n)
 {
     if (g->over || (size_t)g->n_route + (size_t)n > INT32_MAX) {
@@ -144,6 +169,29 @@ void tg_dep(struct taskgraph *g, int before, int after)
     g->edge_from[g->n_edges] = before;
     g->edge_to[g->n_edges] = after;
     g->n_edges++;
+}
+
+void tg_dep_many(struct taskgraph *g, const int32_t *pair, int n, int base)
+{
+    if (g->over || n > INT32_MAX - g->n_edges) {
+        for (int k = 0; k < n; k++) tg_dep(g, base + pair[2 * k], base + pair[2 * k + 1]);
+        return;
+    }
+    if (g->n_edges + n > g->cap_edges) {
+        int cap = g->cap_edges ? g->cap_edges : 64;
+        while (cap < g->n_edges + n) cap = cap > INT32_MAX / 2 ? INT32_MAX : 2 * cap;
+        g->cap_edges = cap;
+        g->edge_from = mp_xrealloc(g->edge_from, (size_t)cap * sizeof *g->edge_from);
+        g->edge_to = mp_xrealloc(g->edge_to, (size_t)cap * sizeof *g->edge_to);
+    }
+    for (int k = 0; k < n; k++) {
+        int before = base + pair[2 * k], after = base + pair[2 * k + 1];
+        assert(before >= 0 && before < g->n_ops && after >= 0 && after < g->n_ops);
+        assert(before != after);
+        g->edge_from[g->n_edges] = before;
+        g->edge_to[g->n_edges] = after;
+        g->n_edges++;
+    }
 }
 
 void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double bytes)

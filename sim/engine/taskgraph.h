@@ -126,6 +126,11 @@ void tg_release(struct taskgraph *g);
  * it is only counted, and the index returned stands for no op. */
 int tg_add(struct taskgraph *g, const struct op *op);
 
+/* Append ops[0..n) (none a transfer) as n calls of tg_add would, in one
+ * copy; returns the index of the first (past the cap, as tg_add: then each
+ * is only counted and *all* get tg_add's stand-in). */
+int tg_add_many(struct taskgraph *g, const struct op *ops, int n);
+
 /* Append a transfer whose route is `links[0..n)`. */
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n);
 
@@ -157,6 +162,9 @@ const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id);
 
 /* `after` may not start before `before` has ended. */
 void tg_dep(struct taskgraph *g, int before, int after);
+
+/* tg_dep(base + pair[2k], base + pair[2k + 1]) for k = 0 .. n − 1, in one go. */
+void tg_dep_many(struct taskgraph *g, const int32_t *pair, int n, int base);
 
 /* Memory held on `chip` from time 0 (weights, gradients, optimizer state). */
 void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double bytes);

@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "collective.h"
 
@@ -545,6 +546,127 @@ static void emit_pass_body(struct taskgraph *g, const struct pipeline_plan *pl, 
     free(ranks);
 }
 
+/* ---- passes copied from the first of their kind ------------------------
+ * A pass of a TP group at fast fidelity is the same ops and edges for every
+ * microbatch (tensor.h's segments, their collectives one op each): only the
+ * ops' microbatch differs, and their ids by where they land. So when no
+ * hook, unit, routing draw or input dependency takes part, the first pass
+ * of each (stage, kind, last) is built as above and recorded, ops and
+ * edges in the order they were appended, and later ones append copies of
+ * them in that order (ids moved, the microbatch set): the graph is the one
+ * emit_pass builds, op for op and edge for edge, at a fraction of the work
+ * (1T GPT, 129,555 ops: bench/README.md). */
+struct pass_memo {
+    bool tried, ok;
+    int chip, mb;
+    int n_ops, n_edges;
+    struct op *ops;
+    int32_t *edge;         /* [2 × n_edges]: (from, to) as indexes into ops */
+    int first, out, last_compute; /* indexes into ops, -1 none */
+};
+
+/* The passes that can be copied: nothing outside the pass's own ops is
+ * touched while it is appended, and nothing in it depends on the
+ * microbatch but the ops' `mb`. */
+static bool memo_able(const struct pipeline_plan *pl, const struct pipe_op *p, bool last,
+                      int n_deps)
+{
+    if (!pl->tensor || p->kind == PIPE_FB || n_deps > 0 || pl->experts || pl->ep_show_ranks ||
+        pl->tensor->fidelity != FIDELITY_FAST || (pl->units && pl->units[p->stage].n > 0))
+        return false;
+    const struct tp_pass *tpp = tensor_pass(pl->tensor, p->stage, tp_kind(p->kind, last));
+    if (tpp->n == 0) return false;
+    const struct tp_seg *seg = pl->tensor->seg + tpp->off;
+    for (int i = 0; i < tpp->n; i++)
+        if (seg[i].ep_role || (pl->on_grad && seg[i].grad_layer >= 0)) return false;
+    return true;
+}
+
+static int memo_rel(int id, int op0) { return id >= op0 ? id - op0 : -1; }
+
+/* Keep the pass just appended (ops op0.., edges e0..) when it is self-contained. */
+static void memo_record(struct pass_memo *m, const struct taskgraph *g, int chip,
+                        const struct pipe_op *p, int op0, int e0, const struct emitted *em)
+{
+    m->tried = true;
+    if (g->over || em->grad_seen) return;
+    for (int i = op0; i < g->n_ops; i++)
+        if (g->ops[i].mb != p->mb || g->ops[i].mb2 != -1 || g->ops[i].route_len) return;
+    for (int e = e0; e < g->n_edges; e++)
+        if (g->edge_from[e] < op0 || g->edge_to[e] < op0) return;
+    if ((em->first >= 0 && em->first < op0) || (em->out >= 0 && em->out < op0) ||
+        (em->last_compute >= 0 && em->last_compute < op0))
+        return;
+    m->chip = chip;
+    m->mb = p->mb;
+    m->n_ops = g->n_ops - op0;
+    m->n_edges = g->n_edges - e0;
+    m->ops = mp_xmalloc((size_t)(m->n_ops ? m->n_ops : 1) * sizeof *m->ops);
+    memcpy(m->ops, g->ops + op0, (size_t)m->n_ops * sizeof *m->ops);
+    m->edge = mp_xmalloc((size_t)(m->n_edges ? m->n_edges : 1) * 2 * sizeof *m->edge);
+    for (int e = 0; e < m->n_edges; e++) {
+        m->edge[2 * e] = g->edge_from[e0 + e] - op0;
+        m->edge[2 * e + 1] = g->edge_to[e0 + e] - op0;
+    }
+    m->first = memo_rel(em->first, op0);
+    m->out = memo_rel(em->out, op0);
+    m->last_compute = memo_rel(em->last_compute, op0);
+    m->ok = true;
+}
+
+/* Append the recorded pass for microbatch p->mb, as tg_add and tg_dep
+ * would have been called for it (the ids they return, past the cap too). */
+static void memo_replay(const struct pass_memo *m, struct taskgraph *g, const struct pipe_op *p,
+                        struct emitted *em)
+{
+    int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
+    int base = g->n_ops;
+    if (m->n_ops <= cap - g->n_ops) {
+        tg_add_many(g, m->ops, m->n_ops);
+        for (int i = base; i < g->n_ops; i++) g->ops[i].mb = p->mb;
+        tg_dep_many(g, m->edge, m->n_edges, base);
+        em->first = m->first >= 0 ? base + m->first : -1;
+        em->out = m->out >= 0 ? base + m->out : -1;
+        em->last_compute = m->last_compute >= 0 ? base + m->last_compute : -1;
+    } else {
+        /* Crossing the cap: op by op, as emit_pass would (tg_add's stand-ins). */
+        int *ids = mp_xmalloc((size_t)(m->n_ops ? m->n_ops : 1) * sizeof *ids);
+        for (int i = 0; i < m->n_ops; i++) {
+            struct op o = m->ops[i];
+            o.mb = p->mb;
+            ids[i] = tg_add(g, &o);
+        }
+        for (int e = 0; e < m->n_edges; e++)
+            tg_dep(g, ids[m->edge[2 * e]], ids[m->edge[2 * e + 1]]);
+        em->first = m->first >= 0 ? ids[m->first] : -1;
+        em->out = m->out >= 0 ? ids[m->out] : -1;
+        em->last_compute = m->last_compute >= 0 ? ids[m->last_compute] : -1;
+        free(ids);
+    }
+    em->grad_seen = false;
+}
+
+/* emit_pass, or the copy of the first pass of its (stage, kind, last). */
+static void emit_pass_memo(struct taskgraph *g, const struct pipeline_plan *pl,
+                           struct pass_memo *memo, int device,
+                           int chip, const struct pipe_op *p, int k, bool last, const int *deps,
+                           int n_deps, int *ready, int *done, struct unit_carry *carry,
+                           struct emitted *em)
+{
+    if (pl->every_pass || !memo_able(pl, p, last, n_deps)) {
+        emit_pass(g, pl, device, chip, p, k, last, deps, n_deps, ready, done, carry, em);
+        return;
+    }
+    struct pass_memo *m = &memo[((size_t)p->stage * 5 + p->kind) * 2 + last];
+    if (m->ok && m->chip == chip && !g->over) {
+        memo_replay(m, g, p, em);
+        return;
+    }
+    int op0 = g->n_ops, e0 = g->n_edges;
+    emit_pass(g, pl, device, chip, p, k, last, deps, n_deps, ready, done, carry, em);
+    if (!m->tried) memo_record(m, g, chip, p, op0, e0, em);
+}
+
 /* Hand (mb, s)'s output to the stage next along `dir` (0 forward, 1 back) when
  * that stage lives on another device: a transfer on the sender's comm stream. */
 static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct op_index *ix,
@@ -638,6 +760,8 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
             if (p->kind == PIPE_FB) *last_w_at(&lw, d, p->stage2) = k;
         }
 
+    /* Passes copied from the first of their kind: [stage][kind][last]. */
+    struct pass_memo *memo = mp_xcalloc((size_t)S * 5 * 2, sizeof *memo);
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
@@ -664,7 +788,8 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 if (gone >= 0) tg_dep(g, gone, reload);
             }
             struct emitted em;
-            emit_pass(g, pl, d, chip, p, k, last, &reload, reload >= 0, ready, done, &carry, &em);
+            emit_pass_memo(g, pl, memo, d, chip, p, k, last, &reload,
+                           reload >= 0, ready, done, &carry, &em);
             prev_first = em.first;
             if (p->kind == PIPE_FB && pl->units && pl->units[p->stage2].n > 0)
                 for (int u = 0; u < pl->units[p->stage2].n; u++)
@@ -732,6 +857,12 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
             }
         }
     }
+
+    for (size_t i = 0; i < (size_t)S * 5 * 2; i++) {
+        free(memo[i].ops);
+        free(memo[i].edge);
+    }
+    free(memo);
 
     /* Pass 2: dependencies along each microbatch's path, from the op that
      * produced an input to the first op of the pass that takes it. */

@@ -81,6 +81,10 @@ struct pipeline_plan {
      * its backward, fetched once the device's pass before that starts.
      * NULL = kept on the chip. */
     const struct offload *act_offload;
+    /* Build every pass from its segments, none copied from the first of
+     * its kind (pipeline.c, "passes copied"): the same graph, for tests
+     * that show it. */
+    bool every_pass;
     /* Record, per op appended, which program entry appended it (for the
      * steady-state period, sim/strategy/steady.h): pipeline_out.origin. */
     bool record_origin;

@@ -2,8 +2,11 @@
 #include "price.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Routed-expert times by token count: per (microbatch, layer, expert)
  * experts.c asks for the same counts again and again (thousands of
@@ -35,13 +38,85 @@ struct kernel_params price_kernel_params(const struct sim *s)
     };
 }
 
+/* ---- the kernel table, read once per process ---------------------------
+ * calib_load_default parses and checks every row of hardware/kernels.csv
+ * (about 10 M instructions, as much as the rest of a 1T step's set-up), and
+ * a process running many steps (a bench's rounds, explain's levers, a sweep
+ * or search through sim_run) reads the same file for the same chip each
+ * time. The last table read is kept with the chip it was read for and the
+ * file's identity (device, inode, size, modification time): a step for the
+ * same chip and an unchanged file gets a copy of it, anything else reads
+ * the file again. The copy is the table calib_load_default returns (the
+ * same rows, the same figures), so no output can tell the two apart. */
+
+static bool same_chip(const struct chip *a, const struct chip *b)
+{
+    return !strcmp(a->name, b->name) && !strcmp(a->label, b->label) &&
+           !strcmp(a->source, b->source) && a->peak_bf16 == b->peak_bf16 &&
+           a->peak_fp8 == b->peak_fp8 && a->mem_bytes == b->mem_bytes && a->mem_bw == b->mem_bw &&
+           a->scaleup_bw == b->scaleup_bw && a->scaleout_bw == b->scaleout_bw &&
+           a->compute_eff == b->compute_eff && a->mem_eff == b->mem_eff &&
+           a->price_usd == b->price_usd && a->price_hour_usd == b->price_hour_usd;
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static pthread_mutex_t calib_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    bool have;
+    struct chip chip;
+    struct stat st;
+    struct calib c;
+} calib_memo;
+
+static void calib_copy(struct calib *to, const struct calib *from)
+{
+    *to = *from;
+    to->rows = mp_xmalloc((size_t)(from->n_rows ? from->n_rows : 1) * sizeof *to->rows);
+    if (from->n_rows) memcpy(to->rows, from->rows, (size_t)from->n_rows * sizeof *to->rows);
+    to->cap_rows = from->n_rows;
+}
+
+/* calib_load_default, from the kept table when it is the same chip and file. */
+static int calib_load_memo(struct calib *c, const struct chip *chip, struct mp_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/hardware/kernels.csv", mp_data_dir()); /* calib_load_default's */
+    struct stat st;
+    bool known = stat(path, &st) == 0;
+    pthread_mutex_lock(&calib_memo_lock);
+    if (known && calib_memo.have && same_file(&st, &calib_memo.st) &&
+        same_chip(chip, &calib_memo.chip)) {
+        calib_copy(c, &calib_memo.c);
+        pthread_mutex_unlock(&calib_memo_lock);
+        return MP_OK;
+    }
+    pthread_mutex_unlock(&calib_memo_lock);
+    int rc = calib_load_default(c, chip, err);
+    struct stat after;
+    /* Kept only when the file did not change while it was read. */
+    if (rc || !known || stat(path, &after) != 0 || !same_file(&st, &after)) return rc;
+    pthread_mutex_lock(&calib_memo_lock);
+    if (calib_memo.have) calib_release(&calib_memo.c);
+    calib_copy(&calib_memo.c, c);
+    calib_memo.chip = *chip;
+    calib_memo.st = st;
+    calib_memo.have = true;
+    pthread_mutex_unlock(&calib_memo_lock);
+    return MP_OK;
+}
+
 int price_load(struct sim *s, const struct calib *shared, struct mp_error *err)
 {
     const struct config *cfg = &s->cfg;
     if (shared) {
         s->calib = *shared; /* borrowed (sim_options.inputs): sim_release leaves it */
     } else {
-        int rc = calib_load_default(&s->calib, &s->sys.chip, err);
+        int rc = calib_load_memo(&s->calib, &s->sys.chip, err);
         if (rc) return rc;
     }
     s->has_calib = true;

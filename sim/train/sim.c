@@ -951,6 +951,18 @@ static int load_inputs(struct sim *s, const struct sim_inputs *in, struct mp_err
  * run whose state has not repeated by then is simulated in full. */
 #define STEADY_MIN_PERIODS 6
 
+/* The program entry that appended graph op `op` (declare_period), INT64_MIN
+ * for ops appended before the pipeline's and INT64_MAX after; *ok goes
+ * false when the entry is another device's. */
+static int64_t origin_of(const struct pipeline_out *po, int op, int dev, bool *ok)
+{
+    int id = op - po->origin_first;
+    if (id < 0) return INT64_MIN;
+    if (id >= po->n_origin) return INT64_MAX;
+    if (po->origin_device[id] != dev) *ok = false;
+    return po->origin[id];
+}
+
 /* Each stream's window and period length in ops, from the program windows
  * of `sp` and the program entry that appended each op (pipeline_out.origin):
  * stream position ins(p) = ops appended on the stream by entries before p.
@@ -972,14 +984,32 @@ static bool declare_period(struct sim *s, const struct steady_plan *sp,
         if (dev < 0) continue; /* no pipeline op: none may have started at the jump */
         int64_t at[4] = { sp->lo[dev], sp->lo[dev] + sp->c[dev], sp->hi[dev] - sp->c[dev], sp->hi[dev] };
         int32_t ins[4] = { 0, 0, 0, 0 };
+        /* Ops appended before the pipeline's (dp_init's early weight
+         * gathers) come first on their stream, those after it last; a
+         * stream's ops are appended in program order, so the entries they
+         * came from never decrease along it and ins[k] (how many came
+         * from entries before at[k]) is where at[k] would go: bisected.
+         * A stream where they do decrease is counted op by op. */
+        bool sorted = true;
+        int64_t prev = INT64_MIN;
         for (int i = 0; i < n && ok; i++) {
-            int id = g->stream_ops[off + i] - po->origin_first;
-            bool mine = id >= 0 && id < po->n_origin;
-            if (mine && po->origin_device[id] != dev) ok = false;
-            /* Ops appended before the pipeline's (dp_init's early weight
-             * gathers) come first on their stream, those after it last. */
-            int64_t org = mine ? po->origin[id] : id < 0 ? INT64_MIN : INT64_MAX;
-            for (int k = 0; k < 4; k++) ins[k] += org < at[k];
+            int64_t org = origin_of(po, g->stream_ops[off + i], dev, &ok);
+            sorted = sorted && org >= prev;
+            prev = org;
+        }
+        for (int k = 0; k < 4 && ok; k++) {
+            if (sorted) {
+                int a = 0, b = n;
+                while (a < b) {
+                    int mid = a + (b - a) / 2;
+                    if (origin_of(po, g->stream_ops[off + mid], dev, &ok) < at[k]) a = mid + 1;
+                    else b = mid;
+                }
+                ins[k] = a;
+            } else {
+                for (int i = 0; i < n; i++)
+                    ins[k] += origin_of(po, g->stream_ops[off + i], dev, &ok) < at[k];
+            }
         }
         lo[st] = ins[0];
         hi[st] = ins[3];
@@ -1028,6 +1058,7 @@ static int run_graph(struct sim *s, struct pipeline_plan *plan, const struct ste
     engine_init(&s->e, &s->g);
     s->e.record_memory = opts->record_memory;
     s->e.record_released = opts->record_released;
+    s->e.no_fuse = opts->unfused;
     /* Not declared: the shorter graph is not the step; run nothing. */
     if (sp && !declared) return MP_OK;
     int rc = check_horizon(s, err);
@@ -1165,6 +1196,7 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
     *plan = (struct pipeline_plan){
         .prog = &s->prog, .stage = s->stage_cost, .chip_of_device = s->chip_of_device,
         .sys = &s->sys, .hop = s->has_model ? 0 : cfg->synthetic.hop, .t_fb = fb_time(s),
+        .every_pass = opts->every_pass,
     };
     if ((rc = plan_experts(s, err))) return rc;
     plan_tensor(s);

@@ -167,6 +167,8 @@ struct sim_options {
     double budget_events;
     const struct sim_inputs *inputs; /* NULL: load them from the scenario */
     bool breakdown;     /* keep and report where each stage pass's time goes */
+    bool every_pass;    /* build every pass from its segments (pipeline_plan.every_pass; tests) */
+    bool unfused;       /* every op its own events, no chain timed at once (engine.no_fuse; tests) */
 };
 
 /* Run one scenario. `cfg` is copied; `opts` may be NULL. Returns MP_OK,

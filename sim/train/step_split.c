@@ -109,6 +109,14 @@ struct walk {
     int32_t *bind;      /* [n_ops]: the constraint that released the op last, -1 none */
     bool view;          /* periods were left out: read the full step (above) */
     int32_t *pred_off, *pred; /* with `view`: CSR in-edges in edge order */
+    /* With `view`: after[id] (engine_after_jump), and same[id] = 1 for an op
+     * after the jump whose predecessors and stream predecessor are after it
+     * too: in the full step they are the same graph ops, the same periods
+     * ahead, with the same recorded times, so its `bind` there is the
+     * graph's bind[id] (the same edges in the same order). */
+    const uint8_t *after;
+    uint8_t *same;
+    int64_t ahead;      /* with `view`: the periods an op after the jump is ahead */
     int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
     /* While walking the j-th repetition of the left-out periods
      * (walk_device, probe_note): whether an op the walk looked at lies past
@@ -120,14 +128,15 @@ struct walk {
     void *ctx;
 };
 
+/* Ops after the jump have their times recorded as the full step's. */
 static mp_time f_start(const struct walk *w, fop f)
 {
-    return w->start[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+    return w->start[f.id] + (f.ahead && !w->after[f.id] ? engine_fop_shift(w->e, f) : 0);
 }
 
 static mp_time f_end(const struct walk *w, fop f)
 {
-    return w->end[f.id] + (f.ahead ? engine_fop_shift(w->e, f) : 0);
+    return w->end[f.id] + (f.ahead && !w->after[f.id] ? engine_fop_shift(w->e, f) : 0);
 }
 
 static void walk_init(struct walk *w, const struct sim *s)
@@ -159,7 +168,18 @@ static void walk_init(struct walk *w, const struct sim *s)
         }
     w->view = engine_skipped_periods(&s->e) > 0;
     w->pred_off = w->pred = NULL;
+    w->after = engine_after_jump(&s->e);
+    w->same = NULL;
+    w->ahead = engine_skipped_periods(&s->e);
     if (w->view) {
+        w->same = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->same);
+        memcpy(w->same, w->after, (size_t)g->n_ops * sizeof *w->same);
+        for (int k = 0; k < g->n_edges; k++)
+            if (!w->after[g->edge_from[k]]) w->same[g->edge_to[k]] = 0;
+        /* The first op after the jump follows a copy on its stream. */
+        for (int st = 0; st < g->n_chips * N_STREAMS; st++)
+            for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++)
+                if (!w->after[g->stream_ops[i - 1]]) w->same[g->stream_ops[i]] = 0;
         w->pred_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *w->pred_off);
         w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
         for (int k = 0; k < g->n_edges; k++) w->pred_off[g->edge_to[k] + 1]++;
@@ -173,6 +193,8 @@ static void walk_init(struct walk *w, const struct sim *s)
 
 static void walk_release(struct walk *w)
 {
+    free(w->same);
+    w->same = NULL;
     free(w->bind);
     free(w->pred_off);
     free(w->pred);
@@ -228,6 +250,8 @@ static fop bind_of(struct walk *w, fop f, mp_time a)
 {
     if (f.id < 0) return f;
     if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
+    if (!w->probing && f.ahead == w->ahead && w->same[f.id])
+        return w->bind[f.id] < 0 ? (fop){ -1, 0 } : (fop){ w->bind[f.id], w->ahead };
     fop best = { -1, 0 };
     mp_time best_end = 0;
     for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
