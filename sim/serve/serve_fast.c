@@ -56,6 +56,7 @@ struct serve_walk {
     mp_time t0, lag;
     mp_time *d, *ser;            /* [classes] stage time; [hop classes] serialisation */
     mp_time maxd, maxser, span;  /* span: formed to the end on the last stage, unhindered */
+    uint64_t gen;                /* d's context-free classes and ser are the key of this number's */
 };
 
 struct fast_node { mp_time t, sched; int k; };
@@ -73,10 +74,17 @@ struct serve_fast {
     int *cls, *cnt, *rep;        /* stage → class; stages per class; one stage of each */
     bool *ctx_dep;               /* a class's time depends on the KV context (full attention) */
     struct fast_memo *memo;      /* [classes × MEMO], context-free classes only */
-    /* The previous walk's (tokens, items, emits) and its context-free
-     * classes' times: consecutive passes are mostly alike (one decode). */
+    /* The key: the last walk's (tokens, items, emits), its context-free
+     * classes' times, and with the hops' serialisations (ser_of) their
+     * sums and maxima (key_set); consecutive passes are mostly alike (one
+     * decode). gen numbers the keys set so far. */
     double lk_tokens, lk_items, lk_emits;
-    mp_time *lk_d;               /* [classes] */
+    mp_time *lk_d;               /* [classes], context-free ones */
+    uint64_t gen;
+    mp_time cf_span;             /* Σ latencies + the key's stage and hop times over the chain */
+    mp_time cf_maxd, cf_maxser;
+    uint64_t run_n;              /* walks of this key not yet in cbusy (no horizon) */
+    int n_ctx, *ctx_cls;         /* the classes that depend on the context */
     int *hcls, *hcnt;            /* hand-off s → s+1 → class (same bandwidth); hops per class */
     bool *has_link;              /* hand-off holds links */
     mp_time lat;                 /* Σ latencies of the hand-offs s → s+1 */
@@ -192,6 +200,9 @@ void serve_fast_init(struct serve *s)
     f->memo = mp_xcalloc((size_t)f->n_cls * MEMO, sizeof *f->memo);
     f->lk_d = mp_xcalloc((size_t)f->n_cls, sizeof *f->lk_d);
     f->lk_tokens = -1; /* no pass has −1 tokens */
+    f->ctx_cls = mp_xmalloc((size_t)f->n_cls * sizeof *f->ctx_cls);
+    for (int c = 0; c < f->n_cls; c++)
+        if (f->ctx_dep[c]) f->ctx_cls[f->n_ctx++] = c;
     f->hcls = mp_xcalloc((size_t)S, sizeof *f->hcls);
     f->hcnt = mp_xcalloc((size_t)S, sizeof *f->hcnt);
     f->has_link = mp_xcalloc((size_t)S, sizeof *f->has_link);
@@ -252,6 +263,7 @@ void serve_fast_release(struct serve_fast *f)
 {
     if (!f) return;
     free(f->cls); free(f->cnt); free(f->rep); free(f->ctx_dep); free(f->memo); free(f->lk_d);
+    free(f->ctx_cls);
     free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
     for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
     free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->conv); free(f->ad); free(f->aser);
@@ -337,12 +349,10 @@ static void slot_pop(struct serve_fast *f, int src)
 
 /* ---- walks */
 
-/* Time of slot k's pass on a stage of class c. */
+/* Time of slot k's pass on a stage of context-free class c. */
 static mp_time class_time(struct serve *s, int c, const struct serve_slot *sl)
 {
     struct serve_fast *f = s->fast;
-    if (f->ctx_dep[c])
-        return serve_slot_time(s, f->rep[c], sl);
     /* Without full attention the time depends on tokens, items and emits
      * only (GEMMs and norms on the tokens, linear-attention state on the
      * items), which repeat from pass to pass. */
@@ -475,30 +485,18 @@ static void fast_sync(struct serve *s)
     f->last_end_lags = false;
 }
 
-/* Slot k's pass, formed at `now`, down the whole chain; its end on the last
- * stage becomes the slot's pending event. */
-void serve_fast_walk(struct serve *s, int k, mp_time now)
+/* The pass's (tokens, items, emits) differ from the last walk's: its
+ * context-free classes' times and hop serialisations, their sums and
+ * maxima, under a new generation number; the walks of the old key go
+ * into the class busy times (their count times each time: integers). */
+static void key_set(struct serve *s, const struct serve_slot *sl)
 {
     struct serve_fast *f = s->fast;
-    const struct serve_slot *sl = &s->slot[k];
-    struct serve_walk *w = &f->w[f->cur], *p = &f->w[f->cur ^ 1];
-    int S = s->stages, last = f->cls[S - 1];
-    mp_time H = s->cfg.inference.horizon;
-    w->t0 = now;
-    w->maxd = w->maxser = 0;
-    w->span = f->lat;
-    mp_time shortfall = 0; /* Σ max(0, p's time − its own) over stages and hops (below) */
-    bool alike = sl->b.tokens == f->lk_tokens && sl->b.items == f->lk_items &&
-                 sl->b.emits == f->lk_emits;
-    for (int c = 0; c < f->n_cls; c++) {
-        mp_time d = alike && !f->ctx_dep[c] ? f->lk_d[c] : class_time(s, c, sl);
-        f->lk_d[c] = d;
-        w->d[c] = d;
-        if (H <= 0) f->cbusy[c] += d; /* by class (below) whatever the walk */
-        if (d > w->maxd) w->maxd = d;
-        w->span += f->cnt[c] * d;
-        if (p->d[c] > d) shortfall += f->cnt[c] * (p->d[c] - d);
-    }
+    if (f->run_n > 0)
+        for (int c = 0; c < f->n_cls; c++)
+            if (!f->ctx_dep[c]) f->cbusy[c] += (mp_time)f->run_n * f->lk_d[c];
+    f->run_n = 0;
+    f->gen++;
     f->lk_tokens = sl->b.tokens;
     f->lk_items = sl->b.items;
     f->lk_emits = sl->b.emits;
@@ -512,12 +510,60 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
         }
         f->ser_tokens = sl->b.tokens;
     }
+    f->cf_span = f->lat;
+    f->cf_maxd = f->cf_maxser = 0;
+    for (int c = 0; c < f->n_cls; c++) {
+        if (f->ctx_dep[c]) continue;
+        mp_time d = f->lk_d[c] = class_time(s, c, sl);
+        if (d > f->cf_maxd) f->cf_maxd = d;
+        f->cf_span += f->cnt[c] * d;
+    }
     for (int c = 0; c < f->n_hcls; c++) {
         mp_time x = f->ser_of[c];
-        w->ser[c] = x;
-        if (x > w->maxser) w->maxser = x;
-        w->span += f->hcnt[c] * x;
-        if (p->ser[c] > x) shortfall += f->hcnt[c] * (p->ser[c] - x);
+        if (x > f->cf_maxser) f->cf_maxser = x;
+        f->cf_span += f->hcnt[c] * x;
+    }
+}
+
+/* Slot k's pass, formed at `now`, down the whole chain; its end on the last
+ * stage becomes the slot's pending event. */
+void serve_fast_walk(struct serve *s, int k, mp_time now)
+{
+    struct serve_fast *f = s->fast;
+    const struct serve_slot *sl = &s->slot[k];
+    struct serve_walk *w = &f->w[f->cur], *p = &f->w[f->cur ^ 1];
+    int S = s->stages, last = f->cls[S - 1];
+    mp_time H = s->cfg.inference.horizon;
+    w->t0 = now;
+    if (sl->b.tokens != f->lk_tokens || sl->b.items != f->lk_items ||
+        sl->b.emits != f->lk_emits)
+        key_set(s, sl);
+    /* The key's context-free times, copied once per buffer and key. */
+    if (w->gen != f->gen) {
+        memcpy(w->d, f->lk_d, (size_t)f->n_cls * sizeof *w->d);
+        memcpy(w->ser, f->ser_of, (size_t)f->n_hcls * sizeof *w->ser);
+        w->gen = f->gen;
+    }
+    w->maxd = f->cf_maxd;
+    w->maxser = f->cf_maxser;
+    w->span = f->cf_span;
+    if (H <= 0) f->run_n++; /* by class (below) whatever the walk */
+    mp_time shortfall = 0; /* Σ max(0, p's time − its own) over stages and hops (below) */
+    for (int i = 0; i < f->n_ctx; i++) {
+        int c = f->ctx_cls[i];
+        mp_time d = serve_slot_time(s, f->rep[c], sl);
+        w->d[c] = d;
+        if (H <= 0) f->cbusy[c] += d;
+        if (d > w->maxd) w->maxd = d;
+        w->span += f->cnt[c] * d;
+        if (p->d[c] > d) shortfall += f->cnt[c] * (p->d[c] - d);
+    }
+    if (p->gen != w->gen) {
+        /* p had other context-free times: their shortfall too. */
+        for (int c = 0; c < f->n_cls; c++)
+            if (!f->ctx_dep[c] && p->d[c] > w->d[c]) shortfall += f->cnt[c] * (p->d[c] - w->d[c]);
+        for (int c = 0; c < f->n_hcls; c++)
+            if (p->ser[c] > w->ser[c]) shortfall += f->hcnt[c] * (p->ser[c] - w->ser[c]);
     }
     /* Stage busy and passes go by class unless a horizon may cut the walk:
      * then per stage, for the passes that start by it. */
@@ -760,6 +806,9 @@ void serve_fast_run(struct serve *s)
         if (s->res.completed < s->n_req) s->res.makespan = H;
     }
     fast_sync(s);
+    for (int c = 0; c < f->n_cls; c++) /* the last key's walks */
+        if (!f->ctx_dep[c]) f->cbusy[c] += (mp_time)f->run_n * f->lk_d[c];
+    f->run_n = 0;
     for (int st = 0; st < s->stages; st++) {
         s->res.stage[st].busy += f->cbusy[f->cls[st]];
         s->res.stage[st].passes += f->walks;
