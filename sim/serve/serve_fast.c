@@ -59,7 +59,10 @@ struct serve_walk {
     uint64_t gen;                /* d's context-free classes and ser are the key of this number's */
 };
 
-struct fast_node { mp_time t, sched; int k; };
+struct fast_node { mp_time t, sched; int k, kind; };
+/* An empty source's head: later than any event (times stay below
+ * SERVE_CLOCK_MAX plus a walk). */
+static const struct fast_node NODE_NONE = { INT64_MAX, INT64_MAX, -1, -1 };
 
 /* Per stage, in one array for the per-stage walk. */
 struct fast_stage {
@@ -120,11 +123,13 @@ struct serve_fast {
      * overtakes another), and returns nearly so (a fixed hop time per
      * token count), so each kind goes to a sorted run, a FIFO, when it is
      * no earlier than the run's last; only the others go to a binary heap.
-     * The earliest is the least of the three heads. */
+     * The earliest is the least of the three heads, kept in hd[] (NODE_NONE
+     * when a source is empty). */
     struct fast_node *fifo[2];   /* [FAST_DONE], [FAST_RETURN]: rings of ring_n ≥ slots */
     unsigned fhead[2], ftail[2]; /* taken, put so far: index & (ring_n − 1) */
     struct fast_node *heap;
-    int *pos, n_heap, *kind;     /* per slot: where in heap (−1: none), which event */
+    int n_heap;
+    struct fast_node hd[3];      /* heads of fifo[0], fifo[1], the heap */
     unsigned ring_n;             /* a power of two ≥ slots: the rings' size */
     mp_time last_t, last_s;      /* key of the slot event handled last */
     bool tie;                    /* two slot events the keys cannot order */
@@ -253,9 +258,7 @@ void serve_fast_init(struct serve *s)
     f->heap = mp_xmalloc((size_t)K * sizeof *f->heap);
     for (f->ring_n = 1; f->ring_n < (unsigned)K; f->ring_n *= 2) {}
     for (int q = 0; q < 2; q++) f->fifo[q] = mp_xmalloc(f->ring_n * sizeof *f->fifo[q]);
-    f->pos = mp_xmalloc((size_t)K * sizeof *f->pos);
-    for (int k = 0; k < K; k++) f->pos[k] = -1;
-    f->kind = mp_xcalloc((size_t)K, sizeof *f->kind);
+    for (int q = 0; q < 3; q++) f->hd[q] = NODE_NONE;
     f->last_t = f->last_s = -1;
 }
 
@@ -267,7 +270,7 @@ void serve_fast_release(struct serve_fast *f)
     free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
     for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
     free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->conv); free(f->ad); free(f->aser);
-    free(f->cbusy); free(f->ser_of); free(f->heap); free(f->pos); free(f->kind);
+    free(f->cbusy); free(f->ser_of); free(f->heap);
     free(f->fifo[0]); free(f->fifo[1]);
     free(f);
 }
@@ -279,17 +282,11 @@ static bool node_less(const struct fast_node *a, const struct fast_node *b)
     return a->t != b->t ? a->t < b->t : a->sched < b->sched;
 }
 
-static void heap_put(struct serve_fast *f, int i, struct fast_node n)
-{
-    f->heap[i] = n;
-    f->pos[n.k] = i;
-}
-
 /* Put node n at position i, moved up or down to its place. */
 static void heap_fix(struct serve_fast *f, int i, struct fast_node n)
 {
     while (i > 0 && node_less(&n, &f->heap[(i - 1) / 2])) {
-        heap_put(f, i, f->heap[(i - 1) / 2]);
+        f->heap[i] = f->heap[(i - 1) / 2];
         i = (i - 1) / 2;
     }
     for (;;) {
@@ -297,54 +294,48 @@ static void heap_fix(struct serve_fast *f, int i, struct fast_node n)
         if (c >= f->n_heap) break;
         if (c + 1 < f->n_heap && node_less(&f->heap[c + 1], &f->heap[c])) c++;
         if (!node_less(&f->heap[c], &n)) break;
-        heap_put(f, i, f->heap[c]);
+        f->heap[i] = f->heap[c];
         i = c;
     }
-    heap_put(f, i, n);
+    f->heap[i] = n;
 }
 
 static void slot_event(struct serve_fast *f, int k, int kind, mp_time t, mp_time sched)
 {
-    f->kind[k] = kind;
-    struct fast_node n = { t, sched, k };
+    struct fast_node n = { t, sched, k, kind };
     int q = kind;
     unsigned m = f->ring_n - 1;
-    if (f->ftail[q] == f->fhead[q] || !node_less(&n, &f->fifo[q][(f->ftail[q] - 1) & m])) {
+    if (f->ftail[q] == f->fhead[q]) {
+        f->hd[q] = n;
         f->fifo[q][f->ftail[q]++ & m] = n;
         return;
     }
-    f->pos[k] = f->n_heap++;
-    heap_fix(f, f->pos[k], n);
+    if (!node_less(&n, &f->fifo[q][(f->ftail[q] - 1) & m])) {
+        f->fifo[q][f->ftail[q]++ & m] = n;
+        return;
+    }
+    heap_fix(f, f->n_heap++, n);
+    f->hd[2] = f->heap[0];
 }
 
-/* Where the earliest pending slot event is: a FIFO (0, 1), the heap (2),
- * or none (−1). */
-static int slot_peek(const struct serve_fast *f, const struct fast_node **top)
+/* Which head is the earliest pending slot event: a FIFO (0, 1) or the heap
+ * (2); the first of equal ones. NODE_NONE when there is none. */
+static inline int slot_peek(const struct serve_fast *f)
 {
-    int src = -1;
-    const struct fast_node *b = NULL;
-    unsigned m = f->ring_n - 1;
-    for (int q = 0; q < 2; q++)
-        if (f->ftail[q] != f->fhead[q] && (!b || node_less(&f->fifo[q][f->fhead[q] & m], b))) {
-            b = &f->fifo[q][f->fhead[q] & m];
-            src = q;
-        }
-    if (f->n_heap > 0 && (!b || node_less(&f->heap[0], b))) {
-        b = &f->heap[0];
-        src = 2;
-    }
-    *top = b;
+    int src = node_less(&f->hd[1], &f->hd[0]);
+    if (node_less(&f->hd[2], &f->hd[src])) src = 2;
     return src;
 }
 
 static void slot_pop(struct serve_fast *f, int src)
 {
     if (src < 2) {
-        f->fhead[src]++;
+        unsigned h = ++f->fhead[src];
+        f->hd[src] = h != f->ftail[src] ? f->fifo[src][h & (f->ring_n - 1)] : NODE_NONE;
         return;
     }
-    f->pos[f->heap[0].k] = -1;
     if (--f->n_heap > 0) heap_fix(f, 0, f->heap[f->n_heap]);
+    f->hd[2] = f->n_heap > 0 ? f->heap[0] : NODE_NONE;
 }
 
 /* ---- walks */
@@ -762,12 +753,12 @@ void serve_fast_run(struct serve *s)
     struct serve_fast *f = s->fast;
     mp_time H = s->cfg.inference.horizon;
     int next = 0;
+    mp_time ta = s->n_req > 0 ? s->req[0].arrival : INT64_MAX; /* the next arrival */
     for (;;) {
-        mp_time ta = next < s->n_req ? s->req[next].arrival : INT64_MAX;
-        const struct fast_node *top;
-        int src = slot_peek(f, &top);
-        bool slot = src >= 0 && top->t <= ta;
-        if (!slot && next >= s->n_req) break;
+        int src = slot_peek(f);
+        const struct fast_node *top = &f->hd[src];
+        bool slot = top->t <= ta;
+        if (slot && top->t == INT64_MAX) break; /* no event, no arrival left */
         mp_time now = slot ? top->t : ta;
         if (H > 0 && now > H) break;
         if (now > SERVE_CLOCK_MAX) {
@@ -778,9 +769,10 @@ void serve_fast_run(struct serve *s)
         f->events++;
         if (!slot) {
             serve_route_arrival(s, next++, now);
+            ta = next < s->n_req ? s->req[next].arrival : INT64_MAX;
             continue;
         }
-        int k = top->k;
+        int k = top->k, kind = top->kind;
         if (top->t == f->last_t && top->sched == f->last_s) {
             f->tie = true;
             return;
@@ -788,7 +780,7 @@ void serve_fast_run(struct serve *s)
         f->last_t = top->t;
         f->last_s = top->sched;
         slot_pop(f, src); /* top is stale from here */
-        if (f->kind[k] == FAST_DONE) {
+        if (kind == FAST_DONE) {
             int emits = (int)s->slot[k].b.emits;
             if (emits < 1) emits = 1;
             serve_emit(s, k, now);
