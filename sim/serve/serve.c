@@ -726,7 +726,9 @@ static int setup(struct serve *s, struct mp_error *err)
     if (c->inference.kv_cache == KV_RESERVE)
         for (int i = 0; i < s->n_req; i++)
             for (int st = 0; st < s->pool[0].stages; st++) {
-                double need = serve_kv_need(s, &s->req[i], st);
+                /* serve_kv_need; the first replica's stages are its plan's. */
+                const struct plan_stage *ps = &s->pool[0].pr->plan.stage[st];
+                double need = plan_stage_request_bytes(ps, (double)s->req[i].prompt + s->req[i].output);
                 if (need > r->stage[st].free_bytes)
                     return mp_fail(err, MP_ERR_INFEASIBLE,
                                    "request %d (%d + %d tokens) needs %.2f GB of KV/state on "
