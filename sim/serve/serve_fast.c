@@ -44,6 +44,10 @@
  * are not clear join, nearly all at stage 0. */
 
 enum { FAST_DONE, FAST_RETURN }; /* a slot's pending event: pass end at the last stage, return */
+/* conv_holds on the triples of context-free stage classes, between two
+ * walks of one key: both bounds hold on each, one fails on some, or the
+ * second depends on the anchor (a hop class slower than the next one's). */
+enum { CONV_HOLD, CONV_FAILS, CONV_OPEN };
 #define MEMO 64                  /* per class: stage times by (tokens, items, emits) */
 
 struct fast_memo { double tokens, items, emits; mp_time d; bool set; };
@@ -113,6 +117,8 @@ struct serve_fast {
     mp_time at0, aend, F0;
     mp_time *conv, *ad, *aser;   /* [hop classes + 1], [classes], [hop classes + 1] */
     int n_tup, *tup_h, *tup_c2, *tup_h2; /* distinct (hcls s, cls s + 1, hcls s + 1 or −1) */
+    int n_tup_ctx, *tup_ctx;     /* the triples whose cls s + 1 depends on the context */
+    int cf_conv;                 /* the other triples under the key (conv_holds): CONV_* */
     struct serve_walk w[2];      /* w[cur] is being computed, w[cur ^ 1] came before */
     int cur;
     bool have_prev;
@@ -247,6 +253,9 @@ void serve_fast_init(struct serve *s)
             f->n_tup++;
         }
     }
+    f->tup_ctx = mp_xmalloc((size_t)(f->n_tup > 0 ? f->n_tup : 1) * sizeof *f->tup_ctx);
+    for (int i = 0; i < f->n_tup; i++)
+        if (f->ctx_dep[f->tup_c2[i]]) f->tup_ctx[f->n_tup_ctx++] = i;
     f->conv = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->conv);
     f->ad = mp_xcalloc((size_t)f->n_cls, sizeof *f->ad);
     f->aser = mp_xcalloc((size_t)f->n_hcls + 1, sizeof *f->aser);
@@ -269,7 +278,7 @@ void serve_fast_release(struct serve_fast *f)
     free(f->ctx_cls);
     free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
     for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
-    free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->conv); free(f->ad); free(f->aser);
+    free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->tup_ctx); free(f->conv); free(f->ad); free(f->aser);
     free(f->cbusy); free(f->ser_of); free(f->heap);
     free(f->fifo[0]); free(f->fifo[1]);
     free(f);
@@ -388,6 +397,24 @@ static void mx_reset(struct serve_fast *f, const struct serve_walk *a, int jf)
 static bool conv_holds(const struct serve_fast *f, const struct serve_walk *w,
                        const struct serve_walk *p)
 {
+    if (w->gen == p->gen && f->cf_conv != CONV_OPEN) {
+        /* The same key: on a triple whose stage class is context-free, p's
+         * times there are w's, so ser + d' ≤ dp' + serp' when ser ≤ serp'
+         * (the second bound holds), and the first bound is the key's:
+         * key_set decided both (cf_conv). Only the context's triples are
+         * left. */
+        if (f->cf_conv == CONV_FAILS) return false;
+        for (int j = 0; j < f->n_tup_ctx; j++) {
+            int i = f->tup_ctx[j];
+            int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
+            if (w->ser[h] < p->d[c2]) return false;
+            if (h2 < 0) continue;
+            mp_time a = p->d[c2] + p->ser[h2];
+            mp_time b = f->ad[c2] + f->aser[h2] + f->conv[h2] - f->conv[h];
+            if (w->ser[h] + w->d[c2] > (a > b ? a : b)) return false;
+        }
+        return true;
+    }
     for (int i = 0; i < f->n_tup; i++) {
         int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
         if (w->ser[h] < p->d[c2]) return false;
@@ -513,6 +540,16 @@ static void key_set(struct serve *s, const struct serve_slot *sl)
         mp_time x = f->ser_of[c];
         if (x > f->cf_maxser) f->cf_maxser = x;
         f->cf_span += f->hcnt[c] * x;
+    }
+    f->cf_conv = CONV_HOLD;
+    for (int i = 0; i < f->n_tup; i++) {
+        int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
+        if (f->ctx_dep[c2]) continue;
+        if (h2 >= 0 && f->ser_of[h] > f->ser_of[h2]) {
+            f->cf_conv = CONV_OPEN;
+            break;
+        }
+        if (f->ser_of[h] < f->lk_d[c2]) f->cf_conv = CONV_FAILS;
     }
 }
 
