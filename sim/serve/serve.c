@@ -284,7 +284,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
 {
     int before = s->res.admitted;
     struct serve_replica *R = &s->rep[s->slot_rep[k]];
-    s->sched->form(s, k); /* looked up once, in run_mode */
+    s->form(s, k); /* looked up once, in run_mode */
     struct serve_slot *sl = &s->slot[k];
     if (s->cfg.inference.kv_cache == KV_PAGED) {
         serve_kv_account(s, s->slot_rep[k]);
@@ -401,8 +401,7 @@ static void emit_plain(struct serve *s, int k, mp_time now)
 /* The pass of slot k left the last stage: tokens out, finished requests go. */
 void serve_emit(struct serve *s, int k, mp_time now)
 {
-    if (s->n_pools == 1 && serve_spec_k(s) == 0 &&
-        !(s->cfg.inference.kv_cache == KV_PAGED && s->tree)) {
+    if (s->emit_plain) { /* run_mode's test, taken once */
         emit_plain(s, k, now);
         return;
     }
@@ -786,6 +785,9 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
     s->sched = serve_scheduler_of(s);
+    s->form = serve_scheduler_form(s);
+    s->emit_plain = s->n_pools == 1 && serve_spec_k(s) == 0 &&
+                    !(s->cfg.inference.kv_cache == KV_PAGED && s->tree);
     for (int r = 0; r < s->replicas; r++) {
         s->rep[r].n_idle = s->pool[s->rep[r].pool].slots;
         s->rep[r].wait.heap = serve_scheduler_of(s)->priority;

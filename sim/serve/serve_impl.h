@@ -215,6 +215,9 @@ struct serve_scheduler {
 };
 const struct serve_scheduler *serve_scheduler_find(const char *name);
 const struct serve_scheduler *serve_scheduler_of(const struct serve *s);
+/* The former this run's passes take: the scheduler's, or the same passes
+ * by a specialised one (vllm with reserved KV: form_reserve). */
+void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k);
 
 /* serve_router.c: the router registry; the replica of an arriving request. */
 struct serve_router {

@@ -346,13 +346,19 @@ static void form_reserve(struct serve *s, int k)
     int rep = s->slot_rep[k], mb = serve_mb(s);
     int *mem = &s->members[(size_t)k * mb];
     sl->swap_tokens = 0;
+    struct kernel_batch b = { 0 };
     double T = 0;
-    int rest = 0; /* members that are not decodes */
+    int rest = 0;  /* members that are not decodes */
+    int added = 0; /* leading members (all decodes) already in b, in member order */
     for (int i = 0; i < sl->n; i++) {
         struct serve_request *r = &s->req[mem[i]];
         if (is_decode(r)) {
             r->chunk = 1;
             T += 1;
+            if (added == i) { /* the final loop's call for it, one member earlier */
+                serve_batch_add(s, &b, 1, r->kv, true, true);
+                added++;
+            }
         } else {
             r->chunk = 0;
             rest++;
@@ -390,21 +396,26 @@ static void form_reserve(struct serve *s, int k)
         s->inflight++;
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
-    memset(&sl->b, 0, sizeof sl->b);
     sl->spec_items = sl->spec_ctx = 0;
-    for (int i = 0; i < sl->n; i++) {
+    for (int i = added; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
         int seq = serve_seq(r);
-        serve_batch_add(s, &sl->b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
+        serve_batch_add(s, &b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
                         r->kv + r->chunk == seq);
     }
-    sl->b.tokens = T;
+    b.tokens = T;
+    sl->b = b;
+}
+
+static bool reserve_applies(const struct serve *s)
+{
+    return s->cfg.inference.kv_cache != KV_PAGED && serve_spec_k(s) == 0 && !s->tree;
 }
 
 static void form_vllm(struct serve *s, int k)
 {
-    if (s->cfg.inference.kv_cache != KV_PAGED && serve_spec_k(s) == 0 && !s->tree) {
+    if (reserve_applies(s)) {
         form_reserve(s, k);
         return;
     }
@@ -447,6 +458,12 @@ const struct serve_scheduler *serve_scheduler_of(const struct serve *s)
     if (s->sched) return s->sched; /* looked up once: a pass asks it */
     const struct serve_scheduler *x = serve_scheduler_find(s->cfg.inference.scheduler);
     return x ? x : &schedulers[0];
+}
+
+void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k)
+{
+    const struct serve_scheduler *x = serve_scheduler_of(s);
+    return x->form == form_vllm && reserve_applies(s) ? form_reserve : x->form;
 }
 
 const char *serve_scheduler_name(int i, const char **summary)
