@@ -317,7 +317,7 @@ static void heap_fix(struct serve_fast *f, int i, struct fast_node n)
     f->heap[i] = n;
 }
 
-static void slot_event(struct serve_fast *f, int k, int kind, mp_time t, mp_time sched)
+static inline void slot_event(struct serve_fast *f, int k, int kind, mp_time t, mp_time sched)
 {
     struct fast_node n = { t, sched, k, kind };
     int q = kind;
