@@ -346,7 +346,8 @@ static void form_reserve(struct serve *s, int k)
     int rep = s->slot_rep[k], mb = serve_mb(s);
     int *mem = &s->members[(size_t)k * mb];
     sl->swap_tokens = 0;
-    struct kernel_batch b = { 0 };
+    struct kernel_batch *b = &sl->b;
+    memset(b, 0, sizeof *b);
     double T = 0;
     int rest = 0;  /* members that are not decodes */
     int added = 0; /* leading members (all decodes) already in b, in member order */
@@ -356,7 +357,7 @@ static void form_reserve(struct serve *s, int k)
             r->chunk = 1;
             T += 1;
             if (added == i) { /* the final loop's call for it, one member earlier */
-                serve_batch_add(s, &b, 1, r->kv, true, true);
+                serve_batch_add(s, b, 1, r->kv, true, true);
                 added++;
             }
         } else {
@@ -401,11 +402,10 @@ static void form_reserve(struct serve *s, int k)
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
         int seq = serve_seq(r);
-        serve_batch_add(s, &b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
+        serve_batch_add(s, b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
                         r->kv + r->chunk == seq);
     }
-    b.tokens = T;
-    sl->b = b;
+    b->tokens = T;
 }
 
 static bool reserve_applies(const struct serve *s)
