@@ -786,6 +786,7 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
     s->sched = serve_scheduler_of(s);
     s->form = serve_scheduler_form(s);
+    s->windowed = serve_price_windowed(s);
     s->emit_plain = s->n_pools == 1 && serve_spec_k(s) == 0 &&
                     !(s->cfg.inference.kv_cache == KV_PAGED && s->tree);
     for (int r = 0; r < s->replicas; r++) {

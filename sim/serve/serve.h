@@ -324,6 +324,7 @@ struct serve {
      * (serve_scheduler_form), and whether serve_emit takes its plain loop. */
     void (*form)(struct serve *s, int k);
     bool emit_plain;
+    bool windowed;             /* the model has an attention window (serve_price_windowed) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

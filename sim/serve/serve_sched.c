@@ -357,7 +357,8 @@ static void form_reserve(struct serve *s, int k)
             r->chunk = 1;
             T += 1;
             if (added == i) { /* the final loop's call for it, one member earlier */
-                serve_batch_add(s, b, 1, r->kv, true, true);
+                if (s->windowed) serve_batch_add(s, b, 1, r->kv, true, true);
+                else serve_batch_add_decode(b, r->kv);
                 added++;
             }
         } else {
