@@ -579,6 +579,150 @@ static void key_set(struct serve *s, const struct serve_slot *sl)
     }
 }
 
+/* serve_fast_walk, lean loop, walk w not joined at stage 0: stage by
+ * stage from the previous walk p's offsets (p waited nowhere) or from st[]
+ * and the lazy stages, joining a convoy where conv_holds. Apart from the
+ * walk's header so that the common paths (clear, joined at stage 0) keep
+ * their registers. */
+static __attribute__((noinline)) void walk_lean(struct serve *s, struct serve_walk *w,
+                                                const struct serve_walk *p, mp_time now,
+                                                mp_time *startp, mp_time *endp)
+{
+    struct serve_fast *f = s->fast;
+    int S = s->stages;
+    const mp_time *d = w->d, *ser = w->ser;
+    mp_time t = now, start = now, end = now;
+    if (f->stale) {
+        /* p waited nowhere: its times come from its offsets, here
+         * rather than through st[] (fast_write) first. */
+        const mp_time *pd = p->d, *pser = p->ser;
+        mp_time tp = p->t0;
+        /* The last stage outside the loop: no test per stage. */
+        struct fast_stage *x = f->st, *xe = f->st + S - 1;
+        int kf = -1; /* last stage it waited on */
+        for (; x < xe; x++) {
+            mp_time pend = tp + pd[x->cls];
+            if (pend > t) kf = (int)(x - f->st);
+            start = t > pend ? t : pend;
+            end = start + d[x->cls];
+            x->free_at = end;
+            mp_time plink = pend + pser[x->hcls];
+            mp_time link = end > plink ? end : plink;
+            x->link_at = link + ser[x->hcls];
+            t = x->link_at + x->lat;
+            tp = plink + x->lat;
+        }
+        mp_time pend = tp + pd[x->cls];
+        if (pend > t) kf = S - 1;
+        start = t > pend ? t : pend;
+        end = start + d[x->cls];
+        x->free_at = end;
+        f->stale = false;
+        mx_reset(f, w, kf + 1);
+    } else {
+        /* Stages before j0 hold the previous walk's times, later ones
+         * are lazy (mx). Where this walk's hop waits for the link and
+         * conv_holds, it stays so to the end: it joins the convoy. */
+        struct fast_stage *x = f->st, *xe = f->st + S - 1;
+        struct fast_stage *xj = f->mx ? f->st + f->j0 : xe;
+        struct fast_stage *xf = f->st + (f->mx ? S : f->jf > 0 ? f->jf - 1 : 0);
+        int holds = -1, kf = -1; /* conv_holds once asked; last stage waited on */
+        bool joined = false;
+        for (; x < xj; x++) {
+            mp_time F = x->free_at;
+            if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
+            end = start + d[x->cls];
+            x->free_at = end;
+            mp_time L = x->link_at;
+            if (end <= L && x >= xf && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
+                conv_join(f, w, (int)(x - f->st));
+                joined = true;
+                break;
+            }
+            mp_time link = end > L ? end : L;
+            x->link_at = link + ser[x->hcls];
+            t = x->link_at + x->lat;
+        }
+        if (!joined && f->mx) {
+            /* The lazy stages: true times from conv and the previous
+             * walk's, read before this walk overwrites them. */
+            mp_time Lprev = 0;
+            for (;; x++) {
+                mp_time F = x == xj ? x->free_at : Lprev + x[-1].lat + p->d[x->cls];
+                if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
+                end = start + d[x->cls];
+                x->free_at = end;
+                if (x == xe) break;
+                mp_time L = x->link_at + f->conv[x->hcls];
+                if (end <= L && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
+                    conv_join(f, w, (int)(x - f->st));
+                    joined = true;
+                    break;
+                }
+                Lprev = L;
+                mp_time link = end > L ? end : L;
+                x->link_at = link + ser[x->hcls];
+                t = x->link_at + x->lat;
+            }
+        } else if (!joined) {
+            mp_time F = x->free_at;
+            if (F > t) { kf = S - 1; start = F; } else start = t;
+            end = start + d[x->cls];
+            x->free_at = end;
+        }
+        if (joined) {
+            /* Its end on the last stage: the last hop's true link-free
+             * time (now with this walk's serialisation), its latency,
+             * its stage time there. */
+            struct fast_stage *y = xe - 1;
+            end = y->link_at + f->conv[y->hcls] + y->lat + d[xe->cls];
+            start = end - d[xe->cls];
+        } else {
+            mx_reset(f, w, kf + 1);
+        }
+    }
+    *startp = start;
+    *endp = end;
+}
+
+/* serve_fast_walk, any other walk: st[] brought up to date, every stage
+ * and hop walked in full, the stage reports kept as it goes. */
+static __attribute__((noinline)) void walk_full(struct serve *s, struct serve_walk *w,
+                                                mp_time now, bool by_class, mp_time *startp,
+                                                mp_time *endp)
+{
+    struct serve_fast *f = s->fast;
+    int S = s->stages;
+    mp_time H = s->cfg.inference.horizon;
+    mp_time start, end;
+    fast_sync(s);
+    mp_time t = now;
+    start = end = now;
+    for (int st = 0; st < S; st++) {
+        struct fast_stage *x = &f->st[st];
+        mp_time d = w->d[x->cls];
+        start = t > x->free_at ? t : x->free_at;
+        end = start + d;
+        x->free_at = end;
+        struct serve_stage_report *rep = &s->res.stage[st];
+        if (H <= 0 || start <= H) {
+            if (rep->first_start < 0) rep->first_start = start;
+            if (!by_class) { rep->busy += d; rep->passes++; }
+        }
+        if (H <= 0 || end <= H) rep->last_end = end;
+        if (st + 1 == S) break;
+        mp_time link = end;
+        if (f->has_link[st]) {
+            if (x->link_at > link) link = x->link_at;
+            x->link_at = link + w->ser[x->hcls];
+        }
+        t = link + w->ser[x->hcls] + x->lat;
+    }
+    mx_reset(f, w, S); /* where it started on arrival is not tracked here */
+    *startp = start;
+    *endp = end;
+}
+
 /* Slot k's pass, formed at `now`, down the whole chain; its end on the last
  * stage becomes the slot's pending event. */
 void serve_fast_walk(struct serve *s, int k, mp_time now)
@@ -644,8 +788,7 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
         /* Stage by stage, with nothing to record: the stage reports get
          * last_end from st[] later, busy and passes by class. */
         f->last_end_lags = true;
-        const mp_time *d = w->d, *ser = w->ser;
-        mp_time t = now;
+        const mp_time *d = w->d;
         start = end = now;
         bool vjoined = false;
         if (f->stale && S >= 2) {
@@ -680,122 +823,9 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
                 virt_write(s);
             }
         }
-        if (vjoined) {
-            /* Joined at stage 0: nothing per stage. */
-        } else if (f->stale) {
-            /* p waited nowhere: its times come from its offsets, here
-             * rather than through st[] (fast_write) first. */
-            const mp_time *pd = p->d, *pser = p->ser;
-            mp_time tp = p->t0;
-            /* The last stage outside the loop: no test per stage. */
-            struct fast_stage *x = f->st, *xe = f->st + S - 1;
-            int kf = -1; /* last stage it waited on */
-            for (; x < xe; x++) {
-                mp_time pend = tp + pd[x->cls];
-                if (pend > t) kf = (int)(x - f->st);
-                start = t > pend ? t : pend;
-                end = start + d[x->cls];
-                x->free_at = end;
-                mp_time plink = pend + pser[x->hcls];
-                mp_time link = end > plink ? end : plink;
-                x->link_at = link + ser[x->hcls];
-                t = x->link_at + x->lat;
-                tp = plink + x->lat;
-            }
-            mp_time pend = tp + pd[x->cls];
-            if (pend > t) kf = S - 1;
-            start = t > pend ? t : pend;
-            end = start + d[x->cls];
-            x->free_at = end;
-            f->stale = false;
-            mx_reset(f, w, kf + 1);
-        } else {
-            /* Stages before j0 hold the previous walk's times, later ones
-             * are lazy (mx). Where this walk's hop waits for the link and
-             * conv_holds, it stays so to the end: it joins the convoy. */
-            struct fast_stage *x = f->st, *xe = f->st + S - 1;
-            struct fast_stage *xj = f->mx ? f->st + f->j0 : xe;
-            struct fast_stage *xf = f->st + (f->mx ? S : f->jf > 0 ? f->jf - 1 : 0);
-            int holds = -1, kf = -1; /* conv_holds once asked; last stage waited on */
-            bool joined = false;
-            for (; x < xj; x++) {
-                mp_time F = x->free_at;
-                if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
-                end = start + d[x->cls];
-                x->free_at = end;
-                mp_time L = x->link_at;
-                if (end <= L && x >= xf && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
-                    conv_join(f, w, (int)(x - f->st));
-                    joined = true;
-                    break;
-                }
-                mp_time link = end > L ? end : L;
-                x->link_at = link + ser[x->hcls];
-                t = x->link_at + x->lat;
-            }
-            if (!joined && f->mx) {
-                /* The lazy stages: true times from conv and the previous
-                 * walk's, read before this walk overwrites them. */
-                mp_time Lprev = 0;
-                for (;; x++) {
-                    mp_time F = x == xj ? x->free_at : Lprev + x[-1].lat + p->d[x->cls];
-                    if (F > t) { kf = (int)(x - f->st); start = F; } else start = t;
-                    end = start + d[x->cls];
-                    x->free_at = end;
-                    if (x == xe) break;
-                    mp_time L = x->link_at + f->conv[x->hcls];
-                    if (end <= L && (holds < 0 ? (holds = conv_holds(f, w, p)) : holds)) {
-                        conv_join(f, w, (int)(x - f->st));
-                        joined = true;
-                        break;
-                    }
-                    Lprev = L;
-                    mp_time link = end > L ? end : L;
-                    x->link_at = link + ser[x->hcls];
-                    t = x->link_at + x->lat;
-                }
-            } else if (!joined) {
-                mp_time F = x->free_at;
-                if (F > t) { kf = S - 1; start = F; } else start = t;
-                end = start + d[x->cls];
-                x->free_at = end;
-            }
-            if (joined) {
-                /* Its end on the last stage: the last hop's true link-free
-                 * time (now with this walk's serialisation), its latency,
-                 * its stage time there. */
-                struct fast_stage *y = xe - 1;
-                end = y->link_at + f->conv[y->hcls] + y->lat + d[xe->cls];
-                start = end - d[xe->cls];
-            } else {
-                mx_reset(f, w, kf + 1);
-            }
-        }
+        if (!vjoined) walk_lean(s, w, p, now, &start, &end);
     } else {
-        fast_sync(s);
-        mp_time t = now;
-        start = end = now;
-        for (int st = 0; st < S; st++) {
-            struct fast_stage *x = &f->st[st];
-            mp_time d = w->d[x->cls];
-            start = t > x->free_at ? t : x->free_at;
-            end = start + d;
-            x->free_at = end;
-            struct serve_stage_report *rep = &s->res.stage[st];
-            if (H <= 0 || start <= H) {
-                if (rep->first_start < 0) rep->first_start = start;
-                if (!by_class) { rep->busy += d; rep->passes++; }
-            }
-            if (H <= 0 || end <= H) rep->last_end = end;
-            if (st + 1 == S) break;
-            mp_time link = end;
-            if (f->has_link[st]) {
-                if (x->link_at > link) link = x->link_at;
-                x->link_at = link + w->ser[x->hcls];
-            }
-            t = link + w->ser[x->hcls] + x->lat;
-        }
-        mx_reset(f, w, S); /* where it started on arrival is not tracked here */
+        walk_full(s, w, now, by_class, &start, &end);
     }
     w->lag = end - (now + w->span); /* ≥ 0; a wait anywhere shows here */
     w->t0 = now + w->lag;
