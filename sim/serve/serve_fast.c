@@ -135,13 +135,13 @@ struct serve_fast {
      * overtakes another), and returns nearly so (a fixed hop time per
      * token count), so each kind goes to a sorted run, a FIFO, when it is
      * no earlier than the run's last; only the others go to a binary heap.
-     * The earliest is the least of the three heads, kept in hd[] (NODE_NONE
-     * when a source is empty). */
+     * The earliest is the least of the three heads, hd[] (&NODE_NONE when
+     * a source is empty; a FIFO's entries stay in place until taken). */
     struct fast_node *fifo[2];   /* [FAST_DONE], [FAST_RETURN]: rings of ring_n ≥ slots */
     unsigned fhead[2], ftail[2]; /* taken, put so far: index & (ring_n − 1) */
     struct fast_node *heap;
     int n_heap;
-    struct fast_node hd[3];      /* heads of fifo[0], fifo[1], the heap */
+    const struct fast_node *hd[3]; /* heads of fifo[0], fifo[1], the heap */
     unsigned ring_n;             /* a power of two ≥ slots: the rings' size */
     mp_time last_t, last_s;      /* key of the slot event handled last */
     bool tie;                    /* two slot events the keys cannot order */
@@ -275,7 +275,7 @@ void serve_fast_init(struct serve *s)
     f->heap = mp_xmalloc((size_t)K * sizeof *f->heap);
     for (f->ring_n = 1; f->ring_n < (unsigned)K; f->ring_n *= 2) {}
     for (int q = 0; q < 2; q++) f->fifo[q] = mp_xmalloc(f->ring_n * sizeof *f->fifo[q]);
-    for (int q = 0; q < 3; q++) f->hd[q] = NODE_NONE;
+    for (int q = 0; q < 3; q++) f->hd[q] = &NODE_NONE;
     f->last_t = f->last_s = -1;
 }
 
@@ -323,7 +323,7 @@ static inline void slot_event(struct serve_fast *f, int k, int kind, mp_time t, 
     int q = kind;
     unsigned m = f->ring_n - 1;
     if (f->ftail[q] == f->fhead[q]) {
-        f->hd[q] = n;
+        f->hd[q] = &f->fifo[q][f->ftail[q] & m];
         f->fifo[q][f->ftail[q]++ & m] = n;
         return;
     }
@@ -332,15 +332,15 @@ static inline void slot_event(struct serve_fast *f, int k, int kind, mp_time t, 
         return;
     }
     heap_fix(f, f->n_heap++, n);
-    f->hd[2] = f->heap[0];
+    f->hd[2] = &f->heap[0];
 }
 
 /* Which head is the earliest pending slot event: a FIFO (0, 1) or the heap
  * (2); the first of equal ones. NODE_NONE when there is none. */
 static inline int slot_peek(const struct serve_fast *f)
 {
-    int src = node_less(&f->hd[1], &f->hd[0]);
-    if (node_less(&f->hd[2], &f->hd[src])) src = 2;
+    int src = node_less(f->hd[1], f->hd[0]);
+    if (node_less(f->hd[2], f->hd[src])) src = 2;
     return src;
 }
 
@@ -348,11 +348,11 @@ static void slot_pop(struct serve_fast *f, int src)
 {
     if (src < 2) {
         unsigned h = ++f->fhead[src];
-        f->hd[src] = h != f->ftail[src] ? f->fifo[src][h & (f->ring_n - 1)] : NODE_NONE;
+        f->hd[src] = h != f->ftail[src] ? &f->fifo[src][h & (f->ring_n - 1)] : &NODE_NONE;
         return;
     }
     if (--f->n_heap > 0) heap_fix(f, 0, f->heap[f->n_heap]);
-    f->hd[2] = f->n_heap > 0 ? f->heap[0] : NODE_NONE;
+    f->hd[2] = f->n_heap > 0 ? &f->heap[0] : &NODE_NONE;
 }
 
 /* ---- walks */
@@ -849,7 +849,7 @@ void serve_fast_run(struct serve *s)
     mp_time ta = s->n_req > 0 ? s->req[0].arrival : INT64_MAX; /* the next arrival */
     for (;;) {
         int src = slot_peek(f);
-        const struct fast_node *top = &f->hd[src];
+        const struct fast_node *top = f->hd[src];
         bool slot = top->t <= ta;
         if (slot && top->t == INT64_MAX) break; /* no event, no arrival left */
         mp_time now = slot ? top->t : ta;
