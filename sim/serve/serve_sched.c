@@ -347,7 +347,8 @@ static void form_reserve(struct serve *s, int k)
     int *mem = &s->members[(size_t)k * mb];
     sl->swap_tokens = 0;
     struct kernel_batch *b = &sl->b;
-    *b = (struct kernel_batch){ 0 };
+    static const struct kernel_batch empty; /* copied, not memset: no rep stos */
+    *b = empty;
     double T = 0;
     int rest = 0;  /* members that are not decodes */
     int added = 0; /* leading members (all decodes) already in b, in member order */
