@@ -263,7 +263,8 @@ static void finish(struct former *f)
         if (s->req[f->mem[i]].chunk >= 0) f->mem[kept++] = f->mem[i];
         else s->req[f->mem[i]].chunk = 0;
     sl->n = kept;
-    memset(&sl->b, 0, sizeof sl->b);
+    static const struct kernel_batch empty; /* copied, not memset: no rep stos */
+    sl->b = empty;
     sl->spec_items = sl->spec_ctx = 0;
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[f->mem[i]];
