@@ -538,7 +538,7 @@ static void key_set(struct serve *s, const struct serve_slot *sl)
     struct serve_fast *f = s->fast;
     if (f->run_n > 0)
         for (int c = 0; c < f->n_cls; c++)
-            if (!f->ctx_dep[c]) f->cbusy[c] += (mp_time)f->run_n * f->lk_d[c];
+            if (!f->ctx_dep[c]) f->cbusy[c] += mp_time_mul(f->lk_d[c], (long long)f->run_n);
     f->run_n = 0;
     f->gen++;
     f->lk_tokens = sl->b.tokens;
@@ -892,7 +892,7 @@ void serve_fast_run(struct serve *s)
     }
     fast_sync(s);
     for (int c = 0; c < f->n_cls; c++) /* the last key's walks */
-        if (!f->ctx_dep[c]) f->cbusy[c] += (mp_time)f->run_n * f->lk_d[c];
+        if (!f->ctx_dep[c]) f->cbusy[c] += mp_time_mul(f->lk_d[c], (long long)f->run_n);
     f->run_n = 0;
     for (int st = 0; st < s->stages; st++) {
         s->res.stage[st].busy += f->cbusy[f->cls[st]];
