@@ -48,7 +48,7 @@ enum { FAST_DONE, FAST_RETURN }; /* a slot's pending event: pass end at the last
  * walks of one key: both bounds hold on each, one fails on some, or the
  * second depends on the anchor (a hop class slower than the next one's). */
 enum { CONV_HOLD, CONV_FAILS, CONV_OPEN };
-#define MEMO 64                  /* per class: stage times by (tokens, items, emits) */
+#define MEMO 1024                /* per class: stage times by (tokens, items, emits) */
 /* The context-dependent classes' times by the whole batch: serve_batch_time
  * memoises them too, behind two calls and a generic test; this table sits
  * in the walk (a decode of context c costs what any other one does). */
