@@ -135,7 +135,12 @@ void serve_kv_log(struct serve *s, mp_time t)
     /* Every chip of a stage's group holds its share (a TP shard, an
      * attention rank's requests): kv_used is one chip's. */
     double total = 0;
-    for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
+    if (s->n_pools == 1) { /* one width: the same products, no lookup per stage */
+        int width = s->pool[0].width;
+        for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * width;
+    } else {
+        for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
+    }
     struct serve_result *r = &s->res;
     if (r->n_kv_log > 0 && r->kv_log[r->n_kv_log - 1].t == t) r->n_kv_log--;
     /* Paged pools change at every pass; keep only changes. (Reserved KV
