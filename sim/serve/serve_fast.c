@@ -454,7 +454,7 @@ static bool conv_holds(const struct serve_fast *f, const struct serve_walk *w,
 
 /* Walk w joins the convoy at stage j (conv_holds): from j on its hops free
  * their links ser after the previous walk's; stages past j are lazy. */
-static void conv_join(struct serve_fast *f, const struct serve_walk *w, int j)
+static inline void conv_join(struct serve_fast *f, const struct serve_walk *w, int j)
 {
     for (int h = 0; h <= f->n_hcls; h++) f->conv[h] += w->ser[h];
     f->mx = true;
@@ -493,8 +493,8 @@ static void virt_write(struct serve *s)
  * the anchor's link-free time there is at0 + dA + serA). Its end on the
  * last stage is the anchor's hop into it (aend − dA there) plus the
  * convoy's serialisations on that hop plus its own time there. */
-static void virt_join(struct serve_fast *f, const struct serve_walk *w, int S, mp_time e0,
-                      mp_time *start, mp_time *end)
+static inline void virt_join(struct serve_fast *f, const struct serve_walk *w, int S,
+                             mp_time e0, mp_time *start, mp_time *end)
 {
     conv_join(f, w, 0);
     f->virt = true;
