@@ -25,10 +25,8 @@
 #define DIST_HI (16.11809565095832)   /* ln 1e7 */
 
 /* Histogram mode: the bins of recent values by value (token gaps recur,
- * not only back to back), so that most values cost no logarithm; 65,536
- * entries (1 MB, once a distribution is a histogram): the wafer case's
- * gaps recur over more than 4,096 values. */
-#define VD_MEMO 65536
+ * not only back to back), so that most values cost no logarithm. */
+#define VD_MEMO 4096
 struct vd_memo { double x; double *bin; };
 
 struct vdist {
@@ -64,7 +62,7 @@ static void vd_add(struct vdist *d, double x)
         }
         uint64_t u;
         memcpy(&u, &x, sizeof u);
-        struct vd_memo *e = &d->memo[(u * 0x9e3779b97f4a7c15u) >> 48]; /* 16 bits: VD_MEMO */
+        struct vd_memo *e = &d->memo[(u * 0x9e3779b97f4a7c15u) >> 52]; /* 12 bits: VD_MEMO */
         if (e->bin && e->x == x) {
             (*e->bin)++;
             hd->hot_bin = e->bin;
