@@ -128,6 +128,7 @@ struct serve_fast {
     struct serve_walk w[2];      /* w[cur] is being computed, w[cur ^ 1] came before */
     int cur;
     bool have_prev;
+    bool reserve_former;         /* the run's former is form_reserve (decode_launch) */
     mp_time *cbusy;              /* [classes] busy time of walks ended by the horizon */
     uint64_t walks;              /* walks whose passes are all in cbusy */
     /* Slots with a pending event (one each at most), by (time, scheduled
@@ -276,6 +277,7 @@ void serve_fast_init(struct serve *s)
     for (f->ring_n = 1; f->ring_n < (unsigned)K; f->ring_n *= 2) {}
     for (int q = 0; q < 2; q++) f->fifo[q] = mp_xmalloc(f->ring_n * sizeof *f->fifo[q]);
     for (int q = 0; q < 3; q++) f->hd[q] = &NODE_NONE;
+    f->reserve_former = serve_scheduler_reserve(s);
     f->last_t = f->last_s = -1;
 }
 
@@ -839,6 +841,61 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
     slot_event(f, k, FAST_DONE, end, start);
 }
 
+/* ---- one decoding member: its pass's end and its next pass ---------------- */
+
+/* Most of the wafer case's passes carry one request decoding one token. For
+ * such a pass these two take the steps serve_emit (emit_plain) and
+ * serve_launch (form_reserve, the former of every run this loop takes) take
+ * for it, in the same order, without their calls and general loops; any
+ * other pass goes through those. The serving suites compare this loop with
+ * the per-stage one, which runs the general functions. */
+
+/* serve_emit for slot k when its one member decoded a token and has more
+ * to go; false (nothing done) otherwise. */
+static inline bool decode_emit(struct serve *s, int k, mp_time now)
+{
+    const struct serve_slot *sl = &s->slot[k];
+    if (sl->n != 1 || !s->emit_plain) return false;
+    struct serve_request *r = &s->req[s->members[(size_t)k * serve_mb(s)]];
+    if (r->chunk != 1 || r->generated == 0 || r->kv + 1 != serve_seq(r) ||
+        r->generated + 1 >= r->output)
+        return false;
+    r->kv += 1;
+    if (r->last_emit >= 0) serve_hist_itl(s, now - r->last_emit);
+    r->last_emit = now;
+    r->generated += 1;
+    s->res.output_tokens += 1;
+    r->chunk = 0;
+    return true;
+}
+
+/* serve_launch for slot k when its one member decodes and no admission can
+ * be tried (the slot is full, nobody waits, or the concurrency cap is
+ * reached) in a model without an attention window; false otherwise. */
+static inline bool decode_launch(struct serve *s, int k, mp_time now)
+{
+    struct serve_slot *sl = &s->slot[k];
+    if (sl->n != 1 || s->windowed || !s->fast->reserve_former) return false;
+    struct serve_replica *R = &s->rep[s->slot_rep[k]];
+    int cap = s->cfg.inference.concurrency, mb = serve_mb(s);
+    if (sl->n < mb && R->wait.n > 0 && (cap == 0 || s->inflight < cap)) return false;
+    struct serve_request *r = &s->req[s->members[(size_t)k * mb]];
+    if (!(r->generated > 0 && r->kv + 1 == serve_seq(r))) return false;
+    static const struct kernel_batch empty;
+    sl->swap_tokens = 0;
+    r->chunk = 1;
+    sl->b = empty;
+    serve_batch_add_decode(&sl->b, r->kv);
+    sl->spec_items = sl->spec_ctx = 0;
+    sl->b.tokens = 1;
+    bool was = sl->active;
+    sl->active = true;
+    R->n_idle += (int)was - 1;
+    serve_hist_pass(s, sl->b.items, sl->b.tokens);
+    serve_fast_walk(s, k, now);
+    return true;
+}
+
 /* The loop: arrivals from the request array (in arrival order), slot events
  * from the heap; pass events first at equal times, as in handle(). */
 void serve_fast_run(struct serve *s)
@@ -876,13 +933,13 @@ void serve_fast_run(struct serve *s)
         if (kind == FAST_DONE) {
             int emits = (int)s->slot[k].b.emits;
             if (emits < 1) emits = 1;
-            serve_emit(s, k, now);
+            if (!decode_emit(s, k, now)) serve_emit(s, k, now);
             mp_time back = emits < POW_TAB ? f->ret[emits] : -1;
             if (back < 0) back = serve_hop_time(s, s->stages - 1, emits);
             if (emits < POW_TAB) f->ret[emits] = back;
             slot_event(f, k, FAST_RETURN, now + back, now);
             serve_wake_idle(s, 0, now); /* memory may have been freed */
-        } else {
+        } else if (!decode_launch(s, k, now)) {
             serve_launch(s, k, now);
         }
     }

@@ -234,6 +234,9 @@ const struct serve_scheduler *serve_scheduler_of(const struct serve *s);
 /* The former this run's passes take: the scheduler's, or the same passes
  * by a specialised one (vllm with reserved KV: form_reserve). */
 void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k);
+/* Whether that former is form_reserve (serve_fast.c repeats its steps for a
+ * pass of one decoding member). */
+bool serve_scheduler_reserve(const struct serve *s);
 
 /* serve_router.c: the router registry; the replica of an arriving request. */
 struct serve_router {

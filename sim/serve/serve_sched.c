@@ -469,6 +469,8 @@ void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k)
     return x->form == form_vllm && reserve_applies(s) ? form_reserve : x->form;
 }
 
+bool serve_scheduler_reserve(const struct serve *s) { return serve_scheduler_form(s) == form_reserve; }
+
 const char *serve_scheduler_name(int i, const char **summary)
 {
     if (i < 0 || i >= (int)(sizeof schedulers / sizeof *schedulers) - 1) return NULL;
