@@ -98,6 +98,12 @@ struct serve_fast {
     uint64_t run_n;              /* walks of this key not yet in cbusy (no horizon) */
     int n_ctx, *ctx_cls;         /* the classes that depend on the context */
     struct ctx_memo *cmemo;      /* [CTX_MEMO]; c = −1: empty */
+    /* A pass of one member decoding after kv cached tokens (decode_launch
+     * sets single_kv, −1 otherwise) is the same batch for every such kv:
+     * the context classes' times by kv, −1 until priced. */
+    int single_kv;
+    mp_time **single;            /* [n_ctx][single_cap[i]] */
+    int *single_cap;
     int *hcls, *hcnt;            /* hand-off s → s+1 → class (same bandwidth); hops per class */
     bool *has_link;              /* hand-off holds links */
     mp_time lat;                 /* Σ latencies of the hand-offs s → s+1 */
@@ -221,6 +227,9 @@ void serve_fast_init(struct serve *s)
     f->ctx_cls = mp_xmalloc((size_t)f->n_cls * sizeof *f->ctx_cls);
     for (int c = 0; c < f->n_cls; c++)
         if (f->ctx_dep[c]) f->ctx_cls[f->n_ctx++] = c;
+    f->single_kv = -1;
+    f->single = mp_xcalloc((size_t)(f->n_ctx > 0 ? f->n_ctx : 1), sizeof *f->single);
+    f->single_cap = mp_xcalloc((size_t)(f->n_ctx > 0 ? f->n_ctx : 1), sizeof *f->single_cap);
     f->cmemo = mp_xcalloc(CTX_MEMO, sizeof *f->cmemo);
     for (int i = 0; i < CTX_MEMO; i++) f->cmemo[i].c = -1;
     f->hcls = mp_xcalloc((size_t)S, sizeof *f->hcls);
@@ -286,6 +295,8 @@ void serve_fast_release(struct serve_fast *f)
     if (!f) return;
     free(f->cls); free(f->cnt); free(f->rep); free(f->ctx_dep); free(f->memo); free(f->lk_d);
     free(f->ctx_cls); free(f->cmemo);
+    for (int i = 0; i < f->n_ctx; i++) free(f->single[i]);
+    free(f->single); free(f->single_cap);
     free(f->hcls); free(f->hcnt); free(f->has_link); free(f->st);
     for (int i = 0; i < 2; i++) { free(f->w[i].d); free(f->w[i].ser); }
     free(f->tup_h); free(f->tup_c2); free(f->tup_h2); free(f->tup_ctx); free(f->conv); free(f->ad); free(f->aser);
@@ -392,6 +403,21 @@ static mp_time ctx_time(struct serve *s, int c, const struct kernel_batch *b)
     e->c = c;
     e->d = serve_batch_time(s, f->rep[c], b);
     return e->d;
+}
+
+/* ctx_time of the i-th context class c for a pass of one member decoding
+ * after kv cached tokens (batch b is that pass's): by kv from a table. */
+static mp_time single_time(struct serve *s, int i, int c, const struct kernel_batch *b, int kv)
+{
+    struct serve_fast *f = s->fast;
+    if (kv >= f->single_cap[i]) {
+        int old = f->single_cap[i];
+        MP_GROW(f->single[i], f->single_cap[i], (size_t)kv + 1);
+        for (int j = old; j < f->single_cap[i]; j++) f->single[i][j] = -1;
+    }
+    mp_time *e = &f->single[i][kv];
+    if (*e < 0) *e = ctx_time(s, c, b);
+    return *e;
 }
 
 /* st[] holds walk a's times on every stage, and a started every stage
@@ -751,7 +777,8 @@ void serve_fast_walk(struct serve *s, int k, mp_time now)
     mp_time shortfall = 0; /* Σ max(0, p's time − its own) over stages and hops (below) */
     for (int i = 0; i < f->n_ctx; i++) {
         int c = f->ctx_cls[i];
-        mp_time d = ctx_time(s, c, &sl->b);
+        mp_time d = f->single_kv >= 0 ? single_time(s, i, c, &sl->b, f->single_kv)
+                                      : ctx_time(s, c, &sl->b);
         w->d[c] = d;
         if (H <= 0) f->cbusy[c] += d;
         if (d > w->maxd) w->maxd = d;
@@ -892,7 +919,9 @@ static inline bool decode_launch(struct serve *s, int k, mp_time now)
     sl->active = true;
     R->n_idle += (int)was - 1;
     serve_hist_pass(s, sl->b.items, sl->b.tokens);
+    s->fast->single_kv = r->kv; /* the batch is this kv's (single_time) */
     serve_fast_walk(s, k, now);
+    s->fast->single_kv = -1;
     return true;
 }
 
