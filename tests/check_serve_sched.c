@@ -337,6 +337,25 @@ START_TEST(features_are_deterministic)
 }
 END_TEST
 
+/* serve_batch_add_decode is kernel_batch_add for one sampled decode token
+ * without a window, field for field: after the same three adds (pasts 0,
+ * 1023, 131071) both batches hold tokens = items = emits = decode = 3 and
+ * decode_ctx = 1 + 1024 + 131072 = 132097, every other sum 0. */
+START_TEST(decode_add_is_kernel_batch_add)
+{
+    struct kernel_batch a = { 0 }, b = { 0 };
+    const double past[] = { 0, 1023, 131071 };
+    for (int i = 0; i < 3; i++) {
+        kernel_batch_add(&a, 1, past[i], true, true, NULL);
+        serve_batch_add_decode(&b, past[i]);
+    }
+    ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+    ck_assert_double_eq(b.decode_ctx, 132097);
+    ck_assert_double_eq(b.items, 3);
+    ck_assert_double_eq(b.decode_ctx_win, 0);
+}
+END_TEST
+
 static Suite *serve_sched_suite(void)
 {
     Suite *s = suite_create("serve_sched");
@@ -352,6 +371,7 @@ static Suite *serve_sched_suite(void)
     tcase_add_test(tc, itl_is_the_decode_pass);
     tcase_add_test(tc, goodput_under_slo);
     tcase_add_test(tc, features_are_deterministic);
+    tcase_add_test(tc, decode_add_is_kernel_batch_add);
     suite_add_tcase(s, tc);
     return s;
 }

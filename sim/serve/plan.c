@@ -36,12 +36,6 @@ static double plan_layer_per_request(const struct model *m, int layer,
     return layer_cost_request_bytes(&lc, p->context_len);
 }
 
-double plan_stage_request_bytes(const struct plan_stage *s, double tokens)
-{
-    double windowed = s->kv_window > 0 && s->kv_window < tokens ? s->kv_window : tokens;
-    return tokens * s->kv_per_token + windowed * s->kv_window_per_token + s->state_per_request;
-}
-
 static const char *layer_name(const struct model *m, int layer, char *buf, size_t size)
 {
     if (layer == 0) snprintf(buf, size, "the embedding");

@@ -67,8 +67,13 @@ struct plan {
     struct plan_stage *stage; /* [stages] */
 };
 
-/* Bytes one request of `tokens` tokens keeps on stage `s`. */
-double plan_stage_request_bytes(const struct plan_stage *s, double tokens);
+/* Bytes one request of `tokens` tokens keeps on stage `s` (inline: the
+ * serving loops ask it for every stage at each admission and completion). */
+static inline double plan_stage_request_bytes(const struct plan_stage *s, double tokens)
+{
+    double windowed = s->kv_window > 0 && s->kv_window < tokens ? s->kv_window : tokens;
+    return tokens * s->kv_per_token + windowed * s->kv_window_per_token + s->state_per_request;
+}
 
 /* The smallest max_requests over stages holding full-attention layers (the
  * concurrency KV allows), INT_MAX when none does; `stage` gets its index. */

@@ -135,7 +135,12 @@ void serve_kv_log(struct serve *s, mp_time t)
     /* Every chip of a stage's group holds its share (a TP shard, an
      * attention rank's requests): kv_used is one chip's. */
     double total = 0;
-    for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
+    if (s->n_pools == 1) { /* one width: the same products, no lookup per stage */
+        int width = s->pool[0].width;
+        for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * width;
+    } else {
+        for (int st = 0; st < s->stages; st++) total += s->kv_used[st] * serve_pool_of(s, st)->width;
+    }
     struct serve_result *r = &s->res;
     if (r->n_kv_log > 0 && r->kv_log[r->n_kv_log - 1].t == t) r->n_kv_log--;
     /* Paged pools change at every pass; keep only changes. (Reserved KV
@@ -284,7 +289,7 @@ void serve_launch(struct serve *s, int k, mp_time now)
 {
     int before = s->res.admitted;
     struct serve_replica *R = &s->rep[s->slot_rep[k]];
-    s->sched->form(s, k); /* looked up once, in run_mode */
+    s->form(s, k); /* looked up once, in run_mode */
     struct serve_slot *sl = &s->slot[k];
     if (s->cfg.inference.kv_cache == KV_PAGED) {
         serve_kv_account(s, s->slot_rep[k]);
@@ -401,8 +406,7 @@ static void emit_plain(struct serve *s, int k, mp_time now)
 /* The pass of slot k left the last stage: tokens out, finished requests go. */
 void serve_emit(struct serve *s, int k, mp_time now)
 {
-    if (s->n_pools == 1 && serve_spec_k(s) == 0 &&
-        !(s->cfg.inference.kv_cache == KV_PAGED && s->tree)) {
+    if (s->emit_plain) { /* run_mode's test, taken once */
         emit_plain(s, k, now);
         return;
     }
@@ -732,7 +736,9 @@ static int setup(struct serve *s, struct mp_error *err)
     if (c->inference.kv_cache == KV_RESERVE)
         for (int i = 0; i < s->n_req; i++)
             for (int st = 0; st < s->pool[0].stages; st++) {
-                double need = serve_kv_need(s, &s->req[i], st);
+                /* serve_kv_need; the first replica's stages are its plan's. */
+                const struct plan_stage *ps = &s->pool[0].pr->plan.stage[st];
+                double need = plan_stage_request_bytes(ps, (double)s->req[i].prompt + s->req[i].output);
                 if (need > r->stage[st].free_bytes)
                     return mp_fail(err, MP_ERR_INFEASIBLE,
                                    "request %d (%d + %d tokens) needs %.2f GB of KV/state on "
@@ -790,6 +796,10 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     s->link_free = mp_xcalloc((size_t)s->sys.n_links + 1, sizeof *s->link_free);
     s->kv_used = mp_xcalloc((size_t)S, sizeof *s->kv_used);
     s->sched = serve_scheduler_of(s);
+    s->form = serve_scheduler_form(s);
+    s->windowed = serve_price_windowed(s);
+    s->emit_plain = s->n_pools == 1 && serve_spec_k(s) == 0 &&
+                    !(s->cfg.inference.kv_cache == KV_PAGED && s->tree);
     for (int r = 0; r < s->replicas; r++) {
         s->rep[r].n_idle = s->pool[s->rep[r].pool].slots;
         s->rep[r].wait.heap = serve_scheduler_of(s)->priority;

@@ -320,6 +320,11 @@ struct serve {
     gsl_rng *rng;              /* the run's draws during serving (speculation, think times) */
     struct serve_pricer *pricer; /* calibration, kernel scratch and memo (serve_price.c) */
     const struct serve_scheduler *sched; /* inference.scheduler's entry (serve_sched.c) */
+    /* What a pass runs, resolved once: the scheduler's former for this run
+     * (serve_scheduler_form), and whether serve_emit takes its plain loop. */
+    void (*form)(struct serve *s, int k);
+    bool emit_plain;
+    bool windowed;             /* the model has an attention window (serve_price_windowed) */
 };
 
 /* Simulate serving the scenario (its [inference] section). `cfg` is copied.

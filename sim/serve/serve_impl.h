@@ -149,6 +149,22 @@ mp_time serve_slot_time(const struct serve *s, int stage, const struct serve_slo
 mp_time serve_batch_time(const struct serve *s, int stage, const struct kernel_batch *b);
 void serve_batch_add(const struct serve *s, struct kernel_batch *b, double tokens, double past,
                      bool decode, bool emits);
+/* Whether the model has an attention window (its sums under it are
+ * kernel_batch_add's to make). */
+bool serve_price_windowed(const struct serve *s);
+/* serve_batch_add(s, b, 1, past, true, true) of a model without an
+ * attention window: one decode token that samples, the sums
+ * kernel_batch_add makes for it (models/kernels.c; its windowed ones stay
+ * 0), inline for the former's loop. tests/check_serve_sched.c holds the
+ * two equal. */
+static inline void serve_batch_add_decode(struct kernel_batch *b, double past)
+{
+    b->tokens += 1;
+    b->items++;
+    b->emits += 1;
+    b->decode += 1;
+    b->decode_ctx += 1 * (past + 1);
+}
 /* Expert parallelism (the priced stage's ep > 1): one chip's routed
  * experts for `assignments` token copies routed to it, spread evenly over
  * its experts/ep experts (models/kernels.h kernels_serve_experts). */
@@ -215,6 +231,12 @@ struct serve_scheduler {
 };
 const struct serve_scheduler *serve_scheduler_find(const char *name);
 const struct serve_scheduler *serve_scheduler_of(const struct serve *s);
+/* The former this run's passes take: the scheduler's, or the same passes
+ * by a specialised one (vllm with reserved KV: form_reserve). */
+void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k);
+/* Whether that former is form_reserve (serve_fast.c repeats its steps for a
+ * pass of one decoding member). */
+bool serve_scheduler_reserve(const struct serve *s);
 
 /* serve_router.c: the router registry; the replica of an arriving request. */
 struct serve_router {

@@ -249,6 +249,8 @@ void serve_batch_add(const struct serve *s, struct kernel_batch *b, double token
     kernel_batch_add(b, tokens, past, decode, emits, &s->pricer->win);
 }
 
+bool serve_price_windowed(const struct serve *s) { return s->pricer->win.mixer != 0; }
+
 void serve_price_eager(struct serve *s)
 {
     s->pricer->calib.graphs = false;

@@ -263,7 +263,8 @@ static void finish(struct former *f)
         if (s->req[f->mem[i]].chunk >= 0) f->mem[kept++] = f->mem[i];
         else s->req[f->mem[i]].chunk = 0;
     sl->n = kept;
-    memset(&sl->b, 0, sizeof sl->b);
+    static const struct kernel_batch empty; /* copied, not memset: no rep stos */
+    sl->b = empty;
     sl->spec_items = sl->spec_ctx = 0;
     for (int i = 0; i < sl->n; i++) {
         const struct serve_request *r = &s->req[f->mem[i]];
@@ -346,13 +347,22 @@ static void form_reserve(struct serve *s, int k)
     int rep = s->slot_rep[k], mb = serve_mb(s);
     int *mem = &s->members[(size_t)k * mb];
     sl->swap_tokens = 0;
+    struct kernel_batch *b = &sl->b;
+    static const struct kernel_batch empty; /* copied, not memset: no rep stos */
+    *b = empty;
     double T = 0;
-    int rest = 0; /* members that are not decodes */
+    int rest = 0;  /* members that are not decodes */
+    int added = 0; /* leading members (all decodes) already in b, in member order */
     for (int i = 0; i < sl->n; i++) {
         struct serve_request *r = &s->req[mem[i]];
         if (is_decode(r)) {
             r->chunk = 1;
             T += 1;
+            if (added == i) { /* the final loop's call for it, one member earlier */
+                if (s->windowed) serve_batch_add(s, b, 1, r->kv, true, true);
+                else serve_batch_add_decode(b, r->kv);
+                added++;
+            }
         } else {
             r->chunk = 0;
             rest++;
@@ -390,21 +400,25 @@ static void form_reserve(struct serve *s, int k)
         s->inflight++;
         if (s->inflight > s->res.max_inflight) s->res.max_inflight = s->inflight;
     }
-    memset(&sl->b, 0, sizeof sl->b);
     sl->spec_items = sl->spec_ctx = 0;
-    for (int i = 0; i < sl->n; i++) {
+    for (int i = added; i < sl->n; i++) {
         const struct serve_request *r = &s->req[mem[i]];
         if (r->chunk == 0) continue;
         int seq = serve_seq(r);
-        serve_batch_add(s, &sl->b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
+        serve_batch_add(s, b, r->chunk, r->kv, r->generated > 0 && r->kv + 1 == seq,
                         r->kv + r->chunk == seq);
     }
-    sl->b.tokens = T;
+    b->tokens = T;
+}
+
+static bool reserve_applies(const struct serve *s)
+{
+    return s->cfg.inference.kv_cache != KV_PAGED && serve_spec_k(s) == 0 && !s->tree;
 }
 
 static void form_vllm(struct serve *s, int k)
 {
-    if (s->cfg.inference.kv_cache != KV_PAGED && serve_spec_k(s) == 0 && !s->tree) {
+    if (reserve_applies(s)) {
         form_reserve(s, k);
         return;
     }
@@ -448,6 +462,14 @@ const struct serve_scheduler *serve_scheduler_of(const struct serve *s)
     const struct serve_scheduler *x = serve_scheduler_find(s->cfg.inference.scheduler);
     return x ? x : &schedulers[0];
 }
+
+void (*serve_scheduler_form(const struct serve *s))(struct serve *s, int k)
+{
+    const struct serve_scheduler *x = serve_scheduler_of(s);
+    return x->form == form_vllm && reserve_applies(s) ? form_reserve : x->form;
+}
+
+bool serve_scheduler_reserve(const struct serve *s) { return serve_scheduler_form(s) == form_reserve; }
 
 const char *serve_scheduler_name(int i, const char **summary)
 {
