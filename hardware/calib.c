@@ -214,8 +214,8 @@ static void row_check(struct reader *r)
     snprintf(x.source, sizeof x.source, "%s", src);
     for (int i = 0; i < r->n; i++) {
         const struct calib_row *o = &r->rows[i];
-        if (!strcmp(o->chip, x.chip) && o->cls == x.cls && o->bits == x.bits &&
-            o->head_dim == x.head_dim && o->causal == x.causal && o->seq == x.seq) {
+        if (o->cls == x.cls && o->bits == x.bits && o->head_dim == x.head_dim &&
+            o->causal == x.causal && o->seq == x.seq && !strcmp(o->chip, x.chip)) {
             char at[32];
             snprintf(at, sizeof at, "%ld", o->line);
             fail(r, "expected one row per chip and kernel class, got a second %s row "
@@ -232,11 +232,17 @@ static void row_check(struct reader *r)
  * where a chip has any, come for both causal settings. */
 static int check_complete(struct reader *r)
 {
-    for (int i = 0; i < r->n; i++) {
+    /* The first row of each chip seen so far: a row is its chip's first
+     * when none of them names its chip (a few chips, not every row before). */
+    int *firsts = mp_xmalloc((size_t)(r->n > 0 ? r->n : 1) * sizeof *firsts), n_firsts = 0;
+    int rc = MP_OK;
+    for (int i = 0; i < r->n && !rc; i++) {
         const char *chip = r->rows[i].chip;
         bool first = true;
-        for (int j = 0; j < i && first; j++) first = strcmp(r->rows[j].chip, chip) != 0;
+        for (int j = 0; j < n_firsts && first; j++)
+            first = strcmp(r->rows[firsts[j]].chip, chip) != 0;
         if (!first) continue;
+        firsts[n_firsts++] = i;
         bool any[N_CAL_CLASSES] = { false }, bf16 = false, cz[2][2] = { { false } };
         for (int j = i; j < r->n; j++) {
             const struct calib_row *x = &r->rows[j];
@@ -250,23 +256,24 @@ static int check_complete(struct reader *r)
         for (int c = 0; c < N_CAL_CLASSES; c++) {
             bool need = class_required(c) || star;
             bool have = c == CAL_GEMM ? bf16 : any[c];
-            if (need && !have)
-                return mp_fail(r->err, MP_ERR_INPUT,
+            if (need && !have && !rc)
+                rc = mp_fail(r->err, MP_ERR_INPUT,
                                "%s:%ld: chip %s has no %s%s row: expected every chip with rows "
                                "of its own to have units, gemm (bf16), memory, weights_stream, "
                                "launch, graph_launch and host_step rows%s", r->path,
                                r->rows[i].line, chip, class_names[c], c == CAL_GEMM ? " bf16" : "",
                                star ? " (and the generic * rows every class)" : "");
         }
-        for (int b = 0; b < 2; b++)
+        for (int b = 0; b < 2 && !rc; b++)
             if ((cz[b][0] || cz[b][1] || star) && !(cz[b][0] && cz[b][1]))
-                return mp_fail(r->err, MP_ERR_INPUT,
+                rc = mp_fail(r->err, MP_ERR_INPUT,
                                "%s:%ld: chip %s: expected %s rows for causal = true and for "
                                "causal = false, got only %s", r->path, r->rows[i].line, chip,
                                b ? "flash_bwd" : "flash_fwd",
                                cz[b][0] ? "false" : cz[b][1] ? "true" : "none");
     }
-    return MP_OK;
+    free(firsts);
+    return rc;
 }
 
 static int read_rows(const char *path, struct reader *r, struct mp_error *err)
@@ -396,8 +403,11 @@ int calib_load(struct calib *c, const char *path, const struct chip *chip, struc
     snprintf(c->path, sizeof c->path, "%s", path);
     snprintf(c->chip, sizeof c->chip, "%s", chip->name);
     bool own = false, own_flash = false;
+    /* Which rows are the chip's own, compared once: the `*` rows below ask
+     * it of every row (a table of ~380 rows made that 144 K strcmp calls). */
+    bool *is_own = mp_xmalloc((size_t)(r.n > 0 ? r.n : 1) * sizeof *is_own);
     for (int i = 0; i < r.n; i++)
-        if (!strcmp(r.rows[i].chip, chip->name)) {
+        if ((is_own[i] = !strcmp(r.rows[i].chip, chip->name))) {
             own = true;
             own_flash |= r.rows[i].cls == CAL_FLASH_FWD;
         }
@@ -406,7 +416,7 @@ int calib_load(struct calib *c, const char *path, const struct chip *chip, struc
     for (int k = 0; k < N_CAL_CLASSES; k++) c->row[k][0] = c->row[k][1] = -1;
     for (int i = 0; i < r.n; i++) {
         const struct calib_row *x = &r.rows[i];
-        bool mine = !strcmp(x->chip, chip->name), star = !strcmp(x->chip, "*");
+        bool mine = is_own[i], star = !strcmp(x->chip, "*");
         if (!mine && !star) continue;
         bool flash = x->cls == CAL_FLASH_FWD || x->cls == CAL_FLASH_BWD;
         /* Own rows win; `*` fills what the chip lacks. */
@@ -414,8 +424,7 @@ int calib_load(struct calib *c, const char *path, const struct chip *chip, struc
         if (star && own && !flash) {
             bool has = false;
             for (int j = 0; j < r.n && !has; j++)
-                has = !strcmp(r.rows[j].chip, chip->name) && r.rows[j].cls == x->cls &&
-                      r.rows[j].bits == x->bits;
+                has = is_own[j] && r.rows[j].cls == x->cls && r.rows[j].bits == x->bits;
             if (has) continue;
         }
         int at = keep(c, x);
@@ -439,6 +448,7 @@ int calib_load(struct calib *c, const char *path, const struct chip *chip, struc
         }
         c->row[x->cls][x->cls == CAL_GEMM && x->bits == 8] = at;
     }
+    free(is_own);
     free(r.rows);
     c->peak[0] = chip->peak_bf16;
     c->peak[1] = chip->peak_fp8;

@@ -136,7 +136,7 @@ static int read_line(struct csv_reader *r)
 {
     r->buf_len = 0;
     int c;
-    while ((c = getc(r->f)) != EOF) {
+    while ((c = getc_unlocked(r->f)) != EOF) {
         if (r->buf_len >= CSV_LINE_MAX) {
             fail_cb(r, r->line + 1, "a line of more than %d bytes, the longest a line may be "
                     "(is it a CSV file?)", CSV_LINE_MAX);
@@ -230,7 +230,7 @@ int csv_reader_next(struct csv_reader *r, struct csv_row *row, struct mp_error *
 bool csv_reader_at_end(struct csv_reader *r)
 {
     if (!r->f) return true;
-    int c = getc(r->f);
+    int c = getc_unlocked(r->f);
     if (c == EOF) return true;
     ungetc(c, r->f);
     return false;

@@ -770,12 +770,12 @@ static void op_inputs(const struct sim *s, const struct op *o, char *buf, size_t
  * behind the longest op. */
 static int check_horizon(const struct sim *s, struct mp_error *err)
 {
-    mp_time sum = 0;
+    mp_time sum = 0, longest_d = 0;
     int longest = -1;
     bool over = false;
     for (int i = 0; i < s->g.n_ops; i++) {
         mp_time d = s->g.ops[i].duration;
-        if (longest < 0 || d > s->g.ops[longest].duration) longest = i;
+        if (longest < 0 || d > longest_d) longest = i, longest_d = d;
         if (d < 0 || mp_time_saturated(d) || __builtin_add_overflow(sum, d, &sum)) over = true;
     }
     if (!over) return MP_OK;

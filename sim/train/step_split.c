@@ -155,17 +155,6 @@ static void walk_init(struct walk *w, const struct sim *s)
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
     for (int i = 0; i < g->n_ops; i++) w->bind[i] = -1;
-    /* Dependencies, then the op before on the same stream; the later end
-     * wins, the first seen on a tie (the graph's order: deterministic). */
-    for (int k = 0; k < g->n_edges; k++) {
-        int u = g->edge_from[k], v = g->edge_to[k];
-        if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
-    }
-    for (int st = 0; st < g->n_chips * N_STREAMS; st++)
-        for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++) {
-            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
-            if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
-        }
     w->view = engine_skipped_periods(&s->e) > 0;
     w->pred_off = w->pred = NULL;
     w->after = engine_after_jump(&s->e);
@@ -174,15 +163,29 @@ static void walk_init(struct walk *w, const struct sim *s)
     if (w->view) {
         w->same = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->same);
         memcpy(w->same, w->after, (size_t)g->n_ops * sizeof *w->same);
-        for (int k = 0; k < g->n_edges; k++)
-            if (!w->after[g->edge_from[k]]) w->same[g->edge_to[k]] = 0;
-        /* The first op after the jump follows a copy on its stream. */
-        for (int st = 0; st < g->n_chips * N_STREAMS; st++)
-            for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++)
-                if (!w->after[g->stream_ops[i - 1]]) w->same[g->stream_ops[i]] = 0;
         w->pred_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *w->pred_off);
         w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
-        for (int k = 0; k < g->n_edges; k++) w->pred_off[g->edge_to[k] + 1]++;
+    }
+    /* Dependencies, then the op before on the same stream; the later end
+     * wins, the first seen on a tie (the graph's order: deterministic).
+     * The same two passes set `same` and count the predecessors (each
+     * edge's terms are its own: fused, they come out as they did apart). */
+    for (int k = 0; k < g->n_edges; k++) {
+        int u = g->edge_from[k], v = g->edge_to[k];
+        if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
+        if (w->view) {
+            if (!w->after[u]) w->same[v] = 0;
+            w->pred_off[v + 1]++;
+        }
+    }
+    for (int st = 0; st < g->n_chips * N_STREAMS; st++)
+        for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++) {
+            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
+            if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
+            /* The first op after the jump follows a copy on its stream. */
+            if (w->view && !w->after[u]) w->same[v] = 0;
+        }
+    if (w->view) {
         for (int i = 0; i < g->n_ops; i++) w->pred_off[i + 1] += w->pred_off[i];
         int32_t *fill = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *fill);
         memcpy(fill, w->pred_off, (size_t)g->n_ops * sizeof *fill);
