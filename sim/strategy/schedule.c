@@ -129,6 +129,15 @@ void pipe_program_init(struct pipe_program *prog, int devices, int stages,
     prog->ops = mp_xcalloc((size_t)devices, sizeof *prog->ops);
     prog->n_ops = mp_xcalloc((size_t)devices, sizeof *prog->n_ops);
     prog->cap_ops = mp_xcalloc((size_t)devices, sizeof *prog->cap_ops);
+    /* Room for a forward and a fused backward of every microbatch on each
+     * of the device's stages (1F1B's count; others grow from there), so
+     * that pushing does not reallocate ~log2(2m) times per device. */
+    int64_t per = 2LL * microbatches * ((stages + devices - 1) / devices);
+    if (per > 1 << 20) per = 1 << 20;
+    for (int d = 0; d < devices; d++) {
+        prog->ops[d] = mp_xmalloc((size_t)per * sizeof *prog->ops[d]);
+        prog->cap_ops[d] = (int)per;
+    }
 }
 
 void pipe_program_release(struct pipe_program *prog)
@@ -142,14 +151,6 @@ void pipe_program_release(struct pipe_program *prog)
     free(prog->device_of);
     /* Zeroed so that releasing twice, or after a failed build, is harmless. */
     memset(prog, 0, sizeof *prog);
-}
-
-void pipe_program_push(struct pipe_program *prog, int device, struct pipe_op op)
-{
-    assert(device >= 0 && device < prog->devices);
-    if (op.kind != PIPE_FB) op.mb2 = op.stage2 = -1;
-    MP_GROW(prog->ops[device], prog->cap_ops[device], prog->n_ops[device] + 1);
-    prog->ops[device][prog->n_ops[device]++] = op;
 }
 
 /* ---- validation ------------------------------------------------------------ */

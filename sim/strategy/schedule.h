@@ -19,6 +19,7 @@
 #ifndef MPSIM_SCHEDULE_H
 #define MPSIM_SCHEDULE_H
 
+#include <assert.h>
 #include <stdint.h>
 
 #include "sim/common.h"
@@ -108,7 +109,17 @@ int schedule_generate(const char *name, const struct pipe_shape *shape,
 void pipe_program_init(struct pipe_program *prog, int devices, int stages,
                        int microbatches, int paths);
 void pipe_program_release(struct pipe_program *prog);
-void pipe_program_push(struct pipe_program *prog, int device, struct pipe_op op);
+
+/* Append `op` to device `device`'s list (a non-FB op's second half is set
+ * to -1). Inline: the generators push every pass of every microbatch, and
+ * a call cost a third of the push (the 1T step pushes ~100 K). */
+static inline void pipe_program_push(struct pipe_program *prog, int device, struct pipe_op op)
+{
+    assert(device >= 0 && device < prog->devices);
+    if (op.kind != PIPE_FB) op.mb2 = op.stage2 = -1;
+    MP_GROW(prog->ops[device], prog->cap_ops[device], prog->n_ops[device] + 1);
+    prog->ops[device][prog->n_ops[device]++] = op;
+}
 
 /* A single pass (F, B, W or BW) of (mb, stage); PIPE_FB ops name their
  * backward half too and are written out in full. */
