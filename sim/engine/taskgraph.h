@@ -128,7 +128,9 @@ int tg_add(struct taskgraph *g, const struct op *op);
 
 /* Append ops[0..n) (none a transfer) as n calls of tg_add would, in one
  * copy; returns the index of the first (past the cap, as tg_add: then each
- * is only counted and *all* get tg_add's stand-in). */
+ * is only counted and *all* get tg_add's stand-in). For copies of ops that
+ * went through tg_add once: tg_add's per-op asserts run here only in
+ * sanitized builds. */
 int tg_add_many(struct taskgraph *g, const struct op *ops, int n);
 
 /* Append a transfer whose route is `links[0..n)`. */
@@ -163,7 +165,9 @@ const struct tg_ring *tg_ring_of(const struct taskgraph *g, int id);
 /* `after` may not start before `before` has ended. */
 void tg_dep(struct taskgraph *g, int before, int after);
 
-/* tg_dep(base + pair[2k], base + pair[2k + 1]) for k = 0 .. n − 1, in one go. */
+/* tg_dep(base + pair[2k], base + pair[2k + 1]) for k = 0 .. n − 1, in one go
+ * (for copies of edges that went through tg_dep: its asserts run here only
+ * in sanitized builds). */
 void tg_dep_many(struct taskgraph *g, const int32_t *pair, int n, int base);
 
 /* Memory held on `chip` from time 0 (weights, gradients, optimizer state). */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* b is a with every microbatch advanced by x. */
-static bool shifted(const struct pipe_op *a, const struct pipe_op *b, int x)
+static inline bool shifted(const struct pipe_op *a, const struct pipe_op *b, int x)
 {
     return a->kind == b->kind && a->stage == b->stage && a->stage2 == b->stage2 &&
            b->mb == a->mb + x && (a->mb2 < 0 ? b->mb2 == a->mb2 : b->mb2 == a->mb2 + x);
