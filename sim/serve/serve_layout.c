@@ -240,7 +240,8 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
     s->has_sys = true;
     /* The system's own size (hardware.nodes may ask for millions of chips)
      * against the work budget before its links are laid out (issue 16). */
-    struct work_estimate sys_work = { .chips = s->sys.n_chips };
+    struct work_estimate sys_work = { .chips = s->sys.n_chips,
+                                      .links = (double)system_link_count(&s->sys) };
     if (!s->force && s->budget_events > 0 && s->sys.n_chips > s->budget_events)
         return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget of "
                        "%.0f", c->path[0] ? c->path : "scenario", s->sys.n_chips, s->budget_events);
