@@ -545,7 +545,7 @@ static int *new_table(int n)
 
 /* Lay out every link. A switched route carries one fabric latency, so it
  * sits on the up link and the down link has none. */
-static void build_links(struct system *s)
+long long system_link_count(const struct system *s)
 {
     int n = s->n_chips, cpn = s->chips_per_node;
     long long count = 0;
@@ -556,6 +556,13 @@ static void build_links(struct system *s)
     default: break;
     }
     if (s->scaleout.topo != TOPO_NONE) count += 2LL * n;
+    return count;
+}
+
+static void build_links(struct system *s)
+{
+    int n = s->n_chips, cpn = s->chips_per_node;
+    long long count = system_link_count(s);
     assert(count <= MAX_LINKS);
     s->links = mp_xmalloc((size_t)(count ? count : 1) * sizeof *s->links);
     s->n_links = 0;

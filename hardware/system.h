@@ -109,6 +109,10 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
                 const struct chip_catalog *cat, struct mp_error *err);
 void system_build(struct system *sys);
 
+/* The links system_build lays out, known once system_plan has run (for the
+ * work budget: a torus or a mesh has several links a chip). */
+long long system_link_count(const struct system *sys);
+
 /* Free the links and routing tables; the system is then empty. */
 void system_release(struct system *sys);
 

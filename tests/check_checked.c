@@ -275,6 +275,25 @@ START_TEST(budget_refuses_before_building)
 }
 END_TEST
 
+/* A system is weighed with its links: tpu-v5p on 262,144 nodes is 2^24
+ * chips (the most a system may have) with 8 links each (a 3-D torus's 6,
+ * the fat tree's 2): 2^24 × 64 + 2^27 × 32 bytes = 1 + 4 = 5 GiB, past the
+ * 4 GiB budget, refused before the links exist. (At 160 bytes a chip and no
+ * links it came to 2.5 GiB and ran, holding 4.7 GB: the value fuzzer.) */
+START_TEST(budget_weighs_the_links)
+{
+    const char *text = "[model]\nkind = synthetic\n[hardware]\nsystem = tpu-v5p\nnodes = 262144\n"
+                       "[parallel]\ntp = 8\n";
+    struct sim_options o = { 0 };
+    struct sim s;
+    struct mp_error err = { 0 };
+    ck_assert_int_eq(run(text, NULL, &o, &err, &s), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "estimated 16777216 chips, 5 GiB of memory"), "%s", err.msg);
+    ck_assert(!s.has_graph);
+    sim_release(&s);
+}
+END_TEST
+
 /* The graph keeps at most max_ops ops; the rest are counted, and deps on
  * them are dropped instead of growing the edge list. */
 START_TEST(graph_cap_counts_without_keeping)
@@ -415,6 +434,7 @@ static Suite *checked_suite(void)
     tcase_add_test(tc, estimate_matches_count);
     tcase_add_test(tc, estimate_counts_context_parallel);
     tcase_add_test(tc, budget_refuses_before_building);
+    tcase_add_test(tc, budget_weighs_the_links);
     tcase_add_test(tc, graph_cap_counts_without_keeping);
     tcase_add_test(tc, deep_pipelines_are_linear);
     tcase_add_test(tc, collective_work_counts);

@@ -140,6 +140,28 @@ START_TEST(presets_load)
 }
 END_TEST
 
+/* The links a system will have, counted from its plan before they exist
+ * (the work budget weighs them): on 2 nodes (16 chips) dgx-h100 has a
+ * switch's up and down link and a NIC's up and down per chip, 4 × 16 = 64;
+ * mi300x-node a 7-link mesh and the rail NICs, 16 × (7 + 2) = 144; on one
+ * node tpu-v5p's 4×4×4 torus two links per dimension and the fat tree's
+ * two, 64 × (6 + 2) = 512. Each is what system_build then lays out. */
+START_TEST(link_count_before_the_links)
+{
+    static const struct { const char *name; int nodes; long long links; } c[] = {
+        { "dgx-h100", 2, 64 }, { "mi300x-node", 2, 144 }, { "tpu-v5p", 1, 512 },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        struct system s;
+        ck_assert_int_eq(system_plan(&s, c[i].name, c[i].nodes, 0, &cat, &err), MP_OK);
+        ck_assert_int_eq(system_link_count(&s), c[i].links);
+        system_build(&s);
+        ck_assert_int_eq(s.n_links, c[i].links);
+        system_release(&s);
+    }
+}
+END_TEST
+
 START_TEST(node_count_selection)
 {
     /* dgx-h100 has 8 chips per node: ceil(chips / 8), at least one. */
@@ -496,6 +518,7 @@ Suite *hardware_suite(void)
     TCase *t = tcase_create("catalogue");
     tcase_add_checked_fixture(t, load_catalogue, release_catalogue);
     tcase_add_test(t, catalogue_has_every_chip_with_a_source);
+    tcase_add_test(t, link_count_before_the_links);
     tcase_add_test(t, catalogue_figures_in_si_units);
     tcase_add_test(t, catalogue_columns_in_any_order_with_quotes_and_crlf);
     tcase_add_test(t, roofline_textbook_exact);

@@ -329,6 +329,9 @@ expect 2 "serve-plan: --attain: expected a share" -- serve-plan "$T/l70.ini" --r
 expect 2 "has no [inference] section" -- serve-plan scenarios/teach-bubbles.ini --rate 5 --slo ttft=1s
 expect 2 "--vary inference.replicas" -- serve-plan "$T/l70.ini" --rate 5 --slo ttft=1s --vary inference.replicas=0
 expect 2 "key inference.scheduler = 'fcfs': unknown scheduler" -- run "$T/l70.ini" --set inference.scheduler=fcfs
+# A device map's sequence counts its positions in an int: prompt + output
+# past 2^31 - 1 is refused with both keys (the value fuzzer: UB in a message).
+expect 2 "keys inference.prompt_len + output_len = 2147484158 tokens|at most 2147483647" -- run scenarios/devmap-llama3-8b-2x3060.ini --set inference.output_len=2147483646
 # Empirical length files (inference.prompt_file / output_file): each fault
 # names the file, the line and the key; a BOM and CRLF are read as text.
 E="--set inference.prompt_dist=empirical --set inference.prompt_file"

@@ -163,7 +163,8 @@ int cli_collective(int argc, char **argv)
                            .n = (int)n, .mb = -1, .stage = -1, .chunks = (int)chunks };
     /* The work of every row, before any runs; and the time of the largest
      * size, which must fit in what mpsim counts (common.h). */
-    struct work_estimate w = { .chips = (double)sys.n_chips };
+    struct work_estimate w = { .chips = (double)sys.n_chips,
+                               .links = (double)system_link_count(&sys) };
     c.compact = true; /* as detailed_time runs it */
     for (double b = sweep ? 8 : bytes;; b *= 2) {
         double held;

@@ -8,7 +8,8 @@
 double work_bytes(const struct work_estimate *w)
 {
     double held = w->held > 0 ? w->held : w->events;
-    double one = held * WORK_BYTES_PER_EVENT + w->chips * WORK_BYTES_PER_CHIP + w->bytes;
+    double one = held * WORK_BYTES_PER_EVENT + w->chips * WORK_BYTES_PER_CHIP +
+                 w->links * WORK_BYTES_PER_LINK + w->bytes;
     return w->points > 0 && w->jobs > 1 ? one * w->jobs : one;
 }
 

@@ -18,11 +18,17 @@
 
 /* Measured: `mpsim run` at 1f1b, zb-v and TP8 × DP2 (2.8 to 7.2 million
  * events) holds 117 to 134 bytes per engine event (graph, engine state,
- * metrics) and runs 0.4 to 1 µs per event; a system of 16 million chips holds
- * 138 bytes per chip (links, routes, per-chip memory). Rounded up. */
+ * metrics) and runs 0.4 to 1 µs per event. Rounded up. */
 #define WORK_BYTES_PER_EVENT 160.0
 #define WORK_SECONDS_PER_EVENT 1e-6
-#define WORK_BYTES_PER_CHIP 160.0
+/* Measured: a synthetic TP-8 step on 8 million chips holds 157 bytes per
+ * chip on dgx-h100 (4 links a chip: switch up/down, NIC up/down), 290 on
+ * mi300x-node (9: a 7-link mesh and the NICs) and 282 on tpu-v5p (8: a 3-D
+ * torus and the NICs) — 51 bytes a chip and 27 a link, by the first two.
+ * Rounded up. (One figure per chip, 160, held for a switch but let a torus
+ * of 2^24 chips reach 4.7 GB past the 4 GiB budget: the value fuzzer.) */
+#define WORK_BYTES_PER_CHIP 64.0
+#define WORK_BYTES_PER_LINK 32.0
 /* Measured: a system of 8 million chips (hardware.nodes = 999999 of 8) is
  * laid out and run in 1.6 s: 0.2 µs per chip. */
 #define WORK_SECONDS_PER_CHIP 2e-7
@@ -48,6 +54,7 @@ struct work_estimate {
                             `events` (a compact ring: one op of many steps);
                             0: all of them */
     double chips;
+    double links;        /* of the system (system_link_count) */
     double points;
     double total_events;
     double bytes;        /* held beyond what events and chips account for */

@@ -6,6 +6,7 @@
 #include <cJSON.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,7 +271,7 @@ static int check_memory(struct runner *x, struct mp_error *err)
                            "%.2f GB; lower GPU %d's max_memory, the batch or the lengths", gpu,
                            (g->gpu_need[gpu] - g->gpu_kv[gpu] -
                             (gpu == x->main_gpu ? transit : 0)) / 1e9,
-                           g->gpu_kv[gpu] / 1e9, g->batch, g->prompt + g->output,
+                           g->gpu_kv[gpu] / 1e9, g->batch, g->prompt + g->output, /* ≤ INT_MAX */
                            gpu == x->main_gpu && transit > 0 ? " + the largest offloaded "
                                                                "module in transit" : "",
                            g->gpu_need[gpu] / 1e9, cap / 1e9, gpu);
@@ -395,6 +396,11 @@ int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *
                        "prompt and output lengths and no trace", w,
                        in->arrivals != ARRIVALS_POISSON ? "arrivals"
                        : in->prompt_dist != DIST_FIXED ? "prompt_dist" : "output_dist");
+    /* A position counts in an int (the model's and the KV cache's). */
+    if ((long long)in->prompt_len + in->output_len > INT_MAX)
+        return mp_fail(err, MP_ERR_INPUT, "%s: keys inference.prompt_len + output_len = %lld "
+                       "tokens: expected at most %d (2^31 - 1) positions in a sequence", w,
+                       (long long)in->prompt_len + in->output_len, INT_MAX);
     if (a->map.main_gpu < 0)
         return mp_fail(err, MP_ERR_INPUT, "%s: the device map puts everything on the cpu or "
                        "disk, where generate() computes on the CPU; mpsim has no CPU chip to "

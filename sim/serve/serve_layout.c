@@ -35,6 +35,7 @@
 #include "serve_impl.h"
 #include "sim/io/budget.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,18 +170,37 @@ static int align_group(int next, int w, int cpn)
     return next;
 }
 
+/* Where the next chip is after `g` groups of `w` chips placed from `next`
+ * one by one as align_group does, in closed form: the rest of a part-used
+ * node, then cpn / w groups a node. (One by one, a bisection over 10^5
+ * replicas of 93 stages ran 4.3 G instructions: the value fuzzer; the form
+ * was checked against the loop on every start < 60, g < 50, w ≤ 30,
+ * cpn ≤ 24.) */
+static long long place_groups(long long next, long long g, int w, int cpn)
+{
+    if (g <= 0) return next;
+    if (w > cpn) return next + g * w; /* wider than a node: never aligned */
+    if (next % cpn) {
+        long long fit = (cpn - next % cpn) / w;
+        if (g <= fit) return next + g * w;
+        next += fit * w;
+        g -= fit;
+        if (next % cpn) next += cpn - next % cpn;
+    }
+    long long k = cpn / w, q = (g - 1) / k; /* q full nodes, then the last one's */
+    return next + q * cpn + (g - q * k) * w;
+}
+
 /* Chips the pools take when pool 0 has `rep0` replicas (-1: as set). */
 static int chips_needed(const struct serve *s, int cpn, int rep0)
 {
-    int next = 0;
+    long long next = 0;
     for (int p = 0; p < s->n_pools; p++) {
         const struct serve_pool *P = &s->pool[p];
         int n = p == 0 && rep0 >= 0 ? rep0 : P->replicas;
-        for (int i = 0; i < n; i++)
-            for (int st = 0; st < P->stages; st++)
-                next = align_group(next, P->width, cpn) + P->width;
+        next = place_groups(next, (long long)n * P->stages, P->width, cpn);
     }
-    return next;
+    return next > INT_MAX ? INT_MAX : (int)next;
 }
 
 int serve_layout_build(struct serve *s, struct mp_error *err)
@@ -240,7 +260,8 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
     s->has_sys = true;
     /* The system's own size (hardware.nodes may ask for millions of chips)
      * against the work budget before its links are laid out (issue 16). */
-    struct work_estimate sys_work = { .chips = s->sys.n_chips };
+    struct work_estimate sys_work = { .chips = s->sys.n_chips,
+                                      .links = (double)system_link_count(&s->sys) };
     if (!s->force && s->budget_events > 0 && s->sys.n_chips > s->budget_events)
         return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget of "
                        "%.0f", c->path[0] ? c->path : "scenario", s->sys.n_chips, s->budget_events);

@@ -806,7 +806,8 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
 static int op_cap(const struct sim *s, const struct sim_options *opts)
 {
     if (opts->force) return 0; /* only int32's own limit */
-    double events = (WORK_BUDGET_BYTES - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP) /
+    double events = (WORK_BUDGET_BYTES - (double)s->sys.n_chips * WORK_BYTES_PER_CHIP -
+                     (double)system_link_count(&s->sys) * WORK_BYTES_PER_LINK) /
                     WORK_BYTES_PER_EVENT;
     if (opts->budget_events > 0 && opts->budget_events < events) events = opts->budget_events;
     return events < 1 ? 1 : events > INT32_MAX ? 0 : (int)events;
@@ -825,7 +826,8 @@ static int check_work(const struct sim *s, const struct sim_options *opts, doubl
         return mp_fail(err, MP_ERR_INPUT, "%s needs %.0f ops, more than the 2^31 an op index "
                        "counts: expected fewer microbatches (training.global_batch) or stages",
                        what, events);
-    struct work_estimate w = { .events = events, .chips = chips };
+    struct work_estimate w = { .events = events, .chips = chips,
+                               .links = (double)system_link_count(&s->sys) };
     /* A chip costs about what an event does (budget.h). */
     if (!opts->force && opts->budget_events > 0 && events + chips > opts->budget_events)
         return mp_fail(err, MP_ERR_INPUT, "%s: %.0f events and %.0f chips, past this run's budget "
@@ -1124,10 +1126,15 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
      * chips alone when steady-state skipping may shorten the step: sim_run
      * weighs the events once it knows). */
     if (may_skip(s, opts)) {
-        struct work_estimate w = { .chips = s->sys.n_chips };
-        if ((rc = work_check(&w, s->cfg.path[0] ? s->cfg.path : "scenario", "lower hardware.nodes",
-                             opts->force, err)))
-            return rc;
+        /* The system alone, against this run's budget too (a chip costs
+         * about what an event does, as in check_work). */
+        const char *what = s->cfg.path[0] ? s->cfg.path : "scenario";
+        if (!opts->force && opts->budget_events > 0 && s->sys.n_chips > opts->budget_events)
+            return mp_fail(err, MP_ERR_INPUT, "%s: a system of %d chips, past this run's budget "
+                           "of %.0f", what, s->sys.n_chips, opts->budget_events);
+        struct work_estimate w = { .chips = s->sys.n_chips,
+                                   .links = (double)system_link_count(&s->sys) };
+        if ((rc = work_check(&w, what, "lower hardware.nodes", opts->force, err))) return rc;
     } else if ((rc = check_work(s, opts,
                                 sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
                                 s->sys.n_chips, err))) {
