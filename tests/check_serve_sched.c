@@ -232,6 +232,25 @@ START_TEST(work_estimate_counts_the_loop_that_runs)
 }
 END_TEST
 
+/* The layout's slots are weighed before they are allocated: 16 replicas
+ * of one H100 with 10^6 in flight each hold 16 × 10^6 slot numbers of 4
+ * bytes, 64 MB = 400,000 events at 160 bytes, past a budget of 100,000. */
+START_TEST(layout_slots_weighed_before_allocating)
+{
+    struct config cfg;
+    struct serve s;
+    struct mp_error err = { 0 };
+    struct serve_options o = { .budget_events = 100000 };
+    const char *more[] = { "hardware.nodes=2", "inference.replicas=16", "inference.inflight=1000000",
+                           NULL };
+    build(&cfg, more);
+    ck_assert_int_eq(serve_run_opts(&s, &cfg, &o, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "16000000 slots and 16 stages over the replicas, past this run's "
+                         "budget of 100000 events"), "%s", err.msg);
+    serve_release(&s);
+}
+END_TEST
+
 /* Sessions of 3 turns, a fixed 200-token message and 20 output tokens per
  * turn, think time 1 s: turn t's prompt is 220 t + 200 tokens (the history
  * plus the new message), and it arrives no earlier than the turn before it
@@ -367,6 +386,7 @@ static Suite *serve_sched_suite(void)
     tcase_add_test(tc, gamma_arrivals_burstiness);
     tcase_add_test(tc, empirical_lengths);
     tcase_add_test(tc, work_estimate_counts_the_loop_that_runs);
+    tcase_add_test(tc, layout_slots_weighed_before_allocating);
     tcase_add_test(tc, sessions_are_closed_loop);
     tcase_add_test(tc, itl_is_the_decode_pass);
     tcase_add_test(tc, goodput_under_slo);

@@ -332,6 +332,20 @@ expect 2 "key inference.scheduler = 'fcfs': unknown scheduler" -- run "$T/l70.in
 # A device map's sequence counts its positions in an int: prompt + output
 # past 2^31 - 1 is refused with both keys (the value fuzzer: UB in a message).
 expect 2 "keys inference.prompt_len + output_len = 2147484158 tokens|at most 2147483647" -- run scenarios/devmap-llama3-8b-2x3060.ini --set inference.output_len=2147483646
+# Slots over the replicas are counted in an int: 2,148 replicas × 10^6 in
+# flight is 2.148e9, past 2^31 - 1, refused before the layout is allocated.
+scen inf.ini <<'EOF2'
+[model]
+config = llama3-8b
+[hardware]
+system = dgx-h100
+nodes = 269
+[inference]
+placement = even
+replicas = 2148
+inflight = 1000000
+EOF2
+expect 2 "inf.ini: key inference.inflight: 2148000000 slots over the replicas, past the 2147483647" -- run "$T/inf.ini"
 # Empirical length files (inference.prompt_file / output_file): each fault
 # names the file, the line and the key; a BOM and CRLF are read as text.
 E="--set inference.prompt_dist=empirical --set inference.prompt_file"

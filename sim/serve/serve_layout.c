@@ -268,6 +268,30 @@ int serve_layout_build(struct serve *s, struct mp_error *err)
     if ((rc = work_check(&sys_work, c->path[0] ? c->path : "scenario", "lower hardware.nodes",
                          s->force, err)))
         return rc;
+    /* The replicas' stages and slots, numbered in ints and held per slot,
+     * weighed before they are allocated (the value fuzzer: 947 replicas ×
+     * inference.inflight = 10^6 allocated 3.8 GB here before any check). */
+    long long n_stages = 0, n_slots = 0;
+    for (int p = 0; p < s->n_pools; p++) {
+        n_stages += (long long)s->pool[p].replicas * s->pool[p].stages;
+        n_slots += (long long)s->pool[p].replicas * s->pool[p].slots;
+    }
+    const char *what = c->path[0] ? c->path : "scenario";
+    if (n_slots > INT_MAX)
+        return mp_fail(err, MP_ERR_INPUT, "%s: key inference.inflight: %lld slots over the "
+                       "replicas, past the %d mpsim counts: expected fewer in flight per "
+                       "replica or fewer replicas", what, n_slots, INT_MAX);
+    struct work_estimate lay = { .bytes = (double)n_slots * sizeof *s->slot_rep +
+                                          (double)n_stages * (sizeof *s->stage_rep +
+                                                              sizeof *s->stage_chip +
+                                                              sizeof *s->res.stage) };
+    if (!s->force && s->budget_events > 0 && lay.bytes / WORK_BYTES_PER_EVENT > s->budget_events)
+        return mp_fail(err, MP_ERR_INPUT, "%s: %lld slots and %lld stages over the replicas, "
+                       "past this run's budget of %.0f events", what, n_slots, n_stages,
+                       s->budget_events);
+    if ((rc = work_check(&lay, what, "lower inference.inflight or inference.replicas", s->force,
+                         err)))
+        return rc;
     system_build(&s->sys);
 
     /* Replicas, stages and slots, numbered globally. */
