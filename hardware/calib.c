@@ -115,17 +115,6 @@ static void header(struct reader *r)
 
 static bool dash(const char *s) { return !strcmp(s, "-") || !*s; }
 
-static bool number(const char *s, double *out)
-{
-    if (!*s || strlen(s) > 64 || strspn(s, "0123456789.eE+-") != strlen(s)) return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v)) return false;
-    *out = v;
-    return true;
-}
-
 static void row_check(struct reader *r)
 {
     if (r->nf != r->n_header) {
@@ -171,7 +160,7 @@ static void row_check(struct reader *r)
     bool flash = cls == CAL_FLASH_FWD || cls == CAL_FLASH_BWD;
     if (flash) {
         double d, s;
-        if (!number(hd, &d) || d < 1 || d > 4096 || d != floor(d)) {
+        if (!csv_cell_number(hd, &d) || d < 1 || d > 4096 || d != floor(d)) {
             fail(r, "column head_dim: expected a head dimension from 1 to 4096, got '%s'%s", hd, "");
             return;
         }
@@ -181,7 +170,7 @@ static void row_check(struct reader *r)
             fail(r, "column causal: expected true or false for a flash row, got '%s'%s", causal, "");
             return;
         }
-        if (!number(seq, &s) || s < 1 || s > 1e9) {
+        if (!csv_cell_number(seq, &s) || s < 1 || s > 1e9) {
             fail(r, "column seq_len: expected a sequence length from 1 to 1e9, got '%s'%s", seq, "");
             return;
         }
@@ -194,7 +183,7 @@ static void row_check(struct reader *r)
     }
     double v;
     enum range rg = class_range(cls);
-    if (!number(val, &v) || (rg == R_SHARE && !(v > 0 && v <= 1)) ||
+    if (!csv_cell_number(val, &v) || (rg == R_SHARE && !(v > 0 && v <= 1)) ||
         (rg == R_COUNT && (v < 0 || v > 1e6 || v != floor(v))) ||
         (rg == R_NONNEG && (v < 0 || v > 1e6))) {
         fail(r, rg == R_SHARE ? "column value: expected a share of peak greater than 0 and at "

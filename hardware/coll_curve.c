@@ -36,17 +36,6 @@ struct reader {
     int n, cap;
 };
 
-static bool number(const char *s, double *out)
-{
-    if (!*s || strlen(s) > 64 || strspn(s, "0123456789.eE+-") != strlen(s)) return false;
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || *end || errno == ERANGE || !isfinite(v)) return false;
-    *out = v;
-    return true;
-}
-
 static int header(struct reader *r, const struct csv_row *row)
 {
     for (int k = 0; k < N_COLS; k++) r->col[k] = -1;
@@ -98,16 +87,16 @@ static int row_check(struct reader *r, const struct csv_row *row)
                                "all_reduce, all_gather or reduce_scatter, got '%s'",
                                q[COL_COLLECTIVE]);
     double v;
-    if (!number(cell[COL_GPUS], &v) || v < 2 || v > 1e6 || v != floor(v))
+    if (!csv_cell_number(cell[COL_GPUS], &v) || v < 2 || v > 1e6 || v != floor(v))
         return csv_reader_fail(&r->cr, row->line, r->err, "column gpus: expected the whole "
                                "number of GPUs measured, 2 to 1000000, got '%s'", q[COL_GPUS]);
     x.gpus = (int)v;
-    if (!number(cell[COL_SIZE], &v) || v < 1 || v > SIZE_MAX_BYTES || v != floor(v))
+    if (!csv_cell_number(cell[COL_SIZE], &v) || v < 1 || v > SIZE_MAX_BYTES || v != floor(v))
         return csv_reader_fail(&r->cr, row->line, r->err, "column size_bytes: expected a "
                                "whole number of bytes from 1 to 2^60, got '%s'", q[COL_SIZE]);
     x.size = v;
     /* 1e-6 GB/s (1 kB/s) at the least keeps S / busbw finite for any size. */
-    if (!number(cell[COL_BUSBW], &v) || !(v > 0) || v < 1e-6 || v > 1e6)
+    if (!csv_cell_number(cell[COL_BUSBW], &v) || !(v > 0) || v < 1e-6 || v > 1e6)
         return csv_reader_fail(&r->cr, row->line, r->err, "column busbw_gbs: expected a "
                                "busbw in GB/s above 0, from 1e-6 to 1000000, got '%s'",
                                q[COL_BUSBW]);

@@ -373,12 +373,33 @@ START_TEST(calibration_table_through_the_reader)
 }
 END_TEST
 
+/* A data table's numeric cell: plain decimal, finite, no blanks or units. */
+START_TEST(cell_number_is_plain_and_finite)
+{
+    double v = 0;
+    ck_assert(csv_cell_number("1e3", &v) && v == 1000);
+    ck_assert(csv_cell_number("-2.5", &v) && v == -2.5);
+    ck_assert(!csv_cell_number("", &v));
+    ck_assert(!csv_cell_number("1 ", &v));       /* a blank */
+    ck_assert(!csv_cell_number("16GB", &v));     /* a unit */
+    ck_assert(!csv_cell_number("0x10", &v));     /* hex */
+    ck_assert(!csv_cell_number("inf", &v));
+    ck_assert(!csv_cell_number("1e999", &v));    /* overflows to inf */
+    ck_assert(!csv_cell_number("1e3e", &v));
+    char long_cell[70];
+    memset(long_cell, '1', 65);
+    long_cell[65] = '\0';                        /* 65 characters: past 64 */
+    ck_assert(!csv_cell_number(long_cell, &v));
+}
+END_TEST
+
 static Suite *csv_reader_suite(void)
 {
     Suite *s = suite_create("csv_reader");
     TCase *tc = tcase_create("csv_reader");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, reader_bom_crlf_comments_quotes);
+    tcase_add_test(tc, cell_number_is_plain_and_finite);
     tcase_add_test(tc, reader_errors_name_the_line);
     tcase_add_test(tc, trace_long_comment_right_line);
     tcase_add_test(tc, table_wide_row_duplicate_column);

@@ -11,6 +11,7 @@
 #include "csv_reader.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,4 +257,15 @@ int csv_split_line(const char *text, size_t len, char ***cells, int *n)
     free(r.cell_off);
     free(r.rows);
     return *n >= 0 ? 0 : -1;
+}
+
+bool csv_cell_number(const char *cell, double *out)
+{
+    if (!*cell || strlen(cell) > 64 || strspn(cell, "0123456789.eE+-") != strlen(cell)) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(cell, &end);
+    if (end == cell || *end || errno == ERANGE || !isfinite(v)) return false;
+    *out = v;
+    return true;
 }

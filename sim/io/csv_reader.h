@@ -100,6 +100,11 @@ bool csv_reader_at_end(struct csv_reader *r);
 
 void csv_reader_close(struct csv_reader *r);
 
+/* A cell that is a plain finite decimal number (digits, '.', 'e', signs;
+ * at most 64 characters; no units, no blanks): true with it in *out. The
+ * data tables' numeric columns (hardware/kernels.csv, collectives.csv). */
+bool csv_cell_number(const char *cell, double *out);
+
 /* Split one line of text (no line break needed) into cells with the same
  * rules; -1 when it is not one valid row. Cells are malloc'd, *cells an
  * array of *n of them: free each and the array. */
