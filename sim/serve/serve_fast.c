@@ -448,6 +448,18 @@ static void mx_reset(struct serve_fast *f, const struct serve_walk *a, int jf)
  * class of s + 1) this suffices: ser ≥ dp' and ser + d' at most the larger
  * of dp' + serp' and dA' + serA' + conv' − conv. Nothing is assumed about
  * the sizes of w and p: the sums decide. */
+/* The bound above on triple i. */
+static inline bool triple_holds(const struct serve_fast *f, const struct serve_walk *w,
+                                const struct serve_walk *p, int i)
+{
+    int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
+    if (w->ser[h] < p->d[c2]) return false;
+    if (h2 < 0) return true;
+    mp_time a = p->d[c2] + p->ser[h2];
+    mp_time b = f->ad[c2] + f->aser[h2] + f->conv[h2] - f->conv[h];
+    return w->ser[h] + w->d[c2] <= (a > b ? a : b);
+}
+
 static bool conv_holds(const struct serve_fast *f, const struct serve_walk *w,
                        const struct serve_walk *p)
 {
@@ -458,25 +470,12 @@ static bool conv_holds(const struct serve_fast *f, const struct serve_walk *w,
          * key_set decided both (cf_conv). Only the context's triples are
          * left. */
         if (f->cf_conv == CONV_FAILS) return false;
-        for (int j = 0; j < f->n_tup_ctx; j++) {
-            int i = f->tup_ctx[j];
-            int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
-            if (w->ser[h] < p->d[c2]) return false;
-            if (h2 < 0) continue;
-            mp_time a = p->d[c2] + p->ser[h2];
-            mp_time b = f->ad[c2] + f->aser[h2] + f->conv[h2] - f->conv[h];
-            if (w->ser[h] + w->d[c2] > (a > b ? a : b)) return false;
-        }
+        for (int j = 0; j < f->n_tup_ctx; j++)
+            if (!triple_holds(f, w, p, f->tup_ctx[j])) return false;
         return true;
     }
-    for (int i = 0; i < f->n_tup; i++) {
-        int h = f->tup_h[i], c2 = f->tup_c2[i], h2 = f->tup_h2[i];
-        if (w->ser[h] < p->d[c2]) return false;
-        if (h2 < 0) continue;
-        mp_time a = p->d[c2] + p->ser[h2];
-        mp_time b = f->ad[c2] + f->aser[h2] + f->conv[h2] - f->conv[h];
-        if (w->ser[h] + w->d[c2] > (a > b ? a : b)) return false;
-    }
+    for (int i = 0; i < f->n_tup; i++)
+        if (!triple_holds(f, w, p, i)) return false;
     return true;
 }
 
