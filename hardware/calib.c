@@ -355,7 +355,8 @@ static int table_rows(const char *path, struct calib_row **rows, int *n, struct 
         if (!registered) registered = atexit(table_cache_free) == 0;
         free(table_cache.rows);
         table_cache.rows = mp_xmalloc((size_t)(r.n > 0 ? r.n : 1) * sizeof *r.rows);
-        memcpy(table_cache.rows, r.rows, (size_t)r.n * sizeof *r.rows);
+        if (r.n > 0) /* a table of no rows has none to copy (r.rows is NULL) */
+            memcpy(table_cache.rows, r.rows, (size_t)r.n * sizeof *r.rows);
         table_cache.n = r.n;
         table_cache.st = st;
         snprintf(table_cache.path, sizeof table_cache.path, "%s", path);
