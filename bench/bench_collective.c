@@ -22,6 +22,7 @@
 
 int main(int argc, char **argv)
 {
+    mp_heap_keep(); /* as the CLI does (sim/common.h) */
     if (argc < 2) {
         fprintf(stderr, "usage: bench_collective N [CHUNKS] [BYTES] [--expanded]\n");
         return 2;

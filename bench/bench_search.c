@@ -20,6 +20,7 @@
 
 int main(int argc, char **argv)
 {
+    mp_heap_keep(); /* as the CLI does (sim/common.h) */
     if (argc < 3) {
         fprintf(stderr, "usage: bench_search SCENARIO.ini CHIPS [--round-down] [ROUNDS]\n");
         return 2;

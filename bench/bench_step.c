@@ -45,6 +45,7 @@ static double once(const struct config *cfg, bool skip, struct sim_result *out, 
 
 int main(int argc, char **argv)
 {
+    mp_heap_keep(); /* as the CLI does (sim/common.h) */
     if (argc < 2) {
         fprintf(stderr, "usage: bench_step SCENARIO.ini [--reference [ROUNDS]] [section.key=value]...\n");
         return 2;

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #ifndef MPSIM_DATADIR
 #define MPSIM_DATADIR "."
@@ -68,6 +71,14 @@ void *mp_xrealloc(void *p, size_t n)
     void *q = realloc(p, n ? n : 1);
     if (!q) out_of_memory(n);
     return q;
+}
+
+void mp_heap_keep(void)
+{
+#ifdef __GLIBC__
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
 }
 
 char *mp_xstrdup(const char *s)

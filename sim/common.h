@@ -86,6 +86,18 @@ void *mp_xcalloc(size_t count, size_t size);
 void *mp_xrealloc(void *p, size_t n);
 char *mp_xstrdup(const char *s);
 
+/* Keep freed memory in the process instead of handing it back to the kernel
+ * after each simulation. A search or a sweep simulates layout after layout
+ * of about the same size; with glibc's default policy every one of them
+ * unmaps or trims its arrays when it ends and the next faults the same
+ * pages in again: on the 1T step (bench/bench_step, 26 MB of arrays) that
+ * was 12 ms of kernel time of a 33 ms step. Sets M_MMAP_THRESHOLD to
+ * 32 MiB and M_TRIM_THRESHOLD to 256 MiB (mallopt(3): 32 MiB is the top of
+ * glibc's own dynamic mmap threshold on 64-bit). Process-wide, so only the
+ * programs call it (the CLI, the viewer, the benches), never the library;
+ * elsewhere than glibc it does nothing. */
+void mp_heap_keep(void);
+
 /* Grow a dynamic array so it can hold `need` items of `item` bytes. */
 #define MP_GROW(ptr, cap, need)                                              \
     do {                                                                    \

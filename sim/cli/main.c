@@ -109,6 +109,8 @@ int main(int argc, char **argv)
     /* SIGINT, SIGTERM (and SIGHUP, SIGPIPE) remove half-written outputs and
      * exit 128 + the signal (outfile.h); a sweep's partial file is kept. */
     outfile_init_signals();
+    /* A search or sweep simulates layout after layout: keep their memory. */
+    mp_heap_keep();
     if (argc < 2) {
         fputs(usage_text, stderr);
         return MP_ERR_INPUT;

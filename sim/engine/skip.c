@@ -66,7 +66,7 @@ struct engine_skip {
     int32_t *link_of;           /* [g->n_links]: index in links, or NONE */
     int n_chips;
     int32_t *chips;             /* chips with ops or static memory */
-    int32_t *pos;               /* [ops]: position on its stream */
+    const int32_t *pos;         /* [ops]: position on its stream (the graph's) */
     uint32_t *seq_rel, *seq_end;/* [ops]: queue handles of its events */
     int32_t *oldest;            /* [active]: no op below it is in flight */
     int watch;                  /* op whose end takes the next snapshot; NONE */
@@ -150,9 +150,7 @@ void skip_init(struct engine *e)
             k->act[k->n_act++] = s;
         }
     }
-    k->pos = mp_xmalloc(n * sizeof *k->pos);
-    for (int s = 0; s < k->n_streams; s++)
-        for (int i = 0; i < s_len(g, s); i++) k->pos[g->stream_ops[g->stream_off[s] + i]] = i;
+    k->pos = g->stream_pos;
     k->seq_rel = mp_xcalloc(n, sizeof *k->seq_rel);
     k->seq_end = mp_xcalloc(n, sizeof *k->seq_end);
     k->link_of = mp_xmalloc((size_t)(g->n_links ? g->n_links : 1) * sizeof *k->link_of);
@@ -166,7 +164,8 @@ void skip_init(struct engine *e)
         }
     }
     bool *used = mp_xcalloc((size_t)g->n_chips, sizeof *used);
-    for (int i = 0; i < g->n_ops; i++) used[g->ops[i].chip] = true;
+    for (int c = 0; c < g->n_chips; c++) /* a chip with an op has it on a stream */
+        for (int k2 = 0; k2 < N_STREAMS; k2++) used[c] |= s_len(g, c * N_STREAMS + k2) > 0;
     for (int c = 0; c < g->n_chips; c++)
         for (int m = 0; m < N_MEM_CATS; m++) used[c] |= g->static_mem[(size_t)c * N_MEM_CATS + m] > 0;
     k->chips = mp_xmalloc((size_t)g->n_chips * sizeof *k->chips);
@@ -211,7 +210,6 @@ void skip_release(struct engine *e)
     free(k->links);
     free(k->link_of);
     free(k->chips);
-    free(k->pos);
     free(k->seq_rel);
     free(k->seq_end);
     free(k->oldest);
@@ -524,12 +522,9 @@ struct engine_fop engine_fop_prev(const struct engine *e, struct engine_fop f)
 {
     const struct taskgraph *g = e->g;
     int s = stream_of(g, f.id);
-    if (engine_skipped_periods(e) == 0) {
-        int i = f.id, lo = g->stream_off[s], hi = g->stream_off[s + 1];
-        /* Without a jump the stream is the graph's: find the op's place. */
-        for (int j = lo; j < hi; j++)
-            if (g->stream_ops[j] == i) return (struct engine_fop){ j > lo ? g->stream_ops[j - 1] : -1, 0 };
-        return (struct engine_fop){ -1, 0 };
+    if (engine_skipped_periods(e) == 0) { /* without a jump the stream is the graph's */
+        int p = g->stream_pos[f.id];
+        return (struct engine_fop){ p > 0 ? g->stream_ops[g->stream_off[s] + p - 1] : -1, 0 };
     }
     int64_t q = e->skip->pos[f.id] + f.ahead * e->skip->p->len[s] - 1;
     if (q < 0) return (struct engine_fop){ -1, 0 };
@@ -540,11 +535,7 @@ int64_t engine_fop_pos(const struct engine *e, struct engine_fop f)
 {
     const struct taskgraph *g = e->g;
     int s = stream_of(g, f.id);
-    if (engine_skipped_periods(e) == 0) {
-        for (int j = g->stream_off[s]; j < g->stream_off[s + 1]; j++)
-            if (g->stream_ops[j] == f.id) return j - g->stream_off[s];
-        return -1;
-    }
+    if (engine_skipped_periods(e) == 0) return g->stream_pos[f.id];
     return e->skip->pos[f.id] + f.ahead * e->skip->p->len[s];
 }
 
@@ -586,11 +577,7 @@ static int32_t released_in_full(const struct engine *e, const struct taskgraph *
     int64_t ahead = f.ahead;
     int su = stream_of(e->g, u);
     int64_t q = engine_skipped_periods(e) ? e->skip->pos[u] + ahead * e->skip->p->len[su]
-                                          : -1;
-    if (q < 0) { /* no jump: the same graph */
-        for (int j = e->g->stream_off[su]; j < e->g->stream_off[su + 1]; j++)
-            if (e->g->stream_ops[j] == u) q = j - e->g->stream_off[su];
-    }
+                                          : e->g->stream_pos[u]; /* no jump: the same graph */
     return full->stream_ops[full->stream_off[su] + q];
 }
 

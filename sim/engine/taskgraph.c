@@ -48,6 +48,7 @@ void tg_release(struct taskgraph *g)
     free(g->n_deps);
     free(g->stream_off);
     free(g->stream_ops);
+    free(g->stream_pos);
     if (g->period) {
         free(g->period->lo);
         free(g->period->hi);
@@ -99,6 +100,23 @@ int tg_add_many(struct taskgraph *g, const struct op *ops, int n)
     int first = g->n_ops;
     g->n_ops += n;
     return first;
+}
+
+void tg_reserve(struct taskgraph *g, double ops, double edges)
+{
+    int cap = g->max_ops > 0 ? g->max_ops : INT32_MAX;
+    if (g->over || !(ops >= 0 && edges >= 0)) return;
+    if (ops > cap) ops = cap;
+    if (edges > INT32_MAX) edges = INT32_MAX;
+    if ((size_t)ops > (size_t)g->cap_ops) {
+        g->cap_ops = (int)ops;
+        g->ops = mp_xrealloc(g->ops, (size_t)g->cap_ops * sizeof *g->ops);
+    }
+    if ((int)edges > g->cap_edges) {
+        g->cap_edges = (int)edges;
+        g->edge_from = mp_xrealloc(g->edge_from, (size_t)g->cap_edges * sizeof *g->edge_from);
+        g->edge_to = mp_xrealloc(g->edge_to, (size_t)g->cap_edges * sizeof *g->edge_to);
+    }
 }
 
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n)
@@ -216,8 +234,10 @@ void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double byt
 }
 
 /* Counting sort of `n` items into `buckets` by key, keeping insertion order
- * within a bucket: off[b]..off[b+1] indexes `out`. */
-static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, int32_t **out)
+ * within a bucket: off[b]..off[b+1] indexes `out`; with `pos_out`, each
+ * item's place within its bucket too. */
+static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, int32_t **out,
+                   int32_t **pos_out)
 {
     int32_t *off = mp_xcalloc((size_t)buckets + 1, sizeof *off);
     for (int i = 0; i < n; i++) off[key[i] + 1]++;
@@ -225,7 +245,16 @@ static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, in
     int32_t *fill = mp_xmalloc(((size_t)buckets + 1) * sizeof *fill);
     memcpy(fill, off, ((size_t)buckets + 1) * sizeof *fill);
     int32_t *o = mp_xmalloc((size_t)(n ? n : 1) * sizeof *o);
-    for (int i = 0; i < n; i++) o[fill[key[i]]++] = i;
+    if (pos_out) {
+        int32_t *pos = mp_xmalloc((size_t)(n ? n : 1) * sizeof *pos);
+        for (int i = 0; i < n; i++) {
+            pos[i] = fill[key[i]] - off[key[i]];
+            o[fill[key[i]]++] = i;
+        }
+        *pos_out = pos;
+    } else {
+        for (int i = 0; i < n; i++) o[fill[key[i]]++] = i;
+    }
     free(fill);
     *off_out = off;
     *out = o;
@@ -236,7 +265,7 @@ void tg_finalize(struct taskgraph *g)
     assert(!g->finalized && !g->over);
     /* Successors: bucket edges by their source, then map edge ids to targets. */
     int32_t *edge_ids;
-    bucket(g->n_edges, g->n_ops, g->edge_from, &g->succ_off, &edge_ids);
+    bucket(g->n_edges, g->n_ops, g->edge_from, &g->succ_off, &edge_ids, NULL);
     g->succ = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *g->succ);
     g->n_deps = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *g->n_deps);
     for (int e = 0; e < g->n_edges; e++) {
@@ -248,7 +277,8 @@ void tg_finalize(struct taskgraph *g)
     int32_t *stream_key = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *stream_key);
     for (int i = 0; i < g->n_ops; i++)
         stream_key[i] = g->ops[i].chip * N_STREAMS + g->ops[i].stream;
-    bucket(g->n_ops, g->n_chips * N_STREAMS, stream_key, &g->stream_off, &g->stream_ops);
+    bucket(g->n_ops, g->n_chips * N_STREAMS, stream_key, &g->stream_off, &g->stream_ops,
+           &g->stream_pos);
     free(stream_key);
     g->finalized = 1;
 }

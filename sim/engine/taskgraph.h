@@ -110,6 +110,7 @@ struct taskgraph {
     int32_t *succ_off, *succ;     /* CSR successor lists */
     int32_t *n_deps;              /* predecessors per op */
     int32_t *stream_off, *stream_ops; /* CSR: ops of stream (chip*N_STREAMS+s) in order */
+    int32_t *stream_pos;          /* [n_ops]: the op's position on its stream */
     int finalized;
 };
 
@@ -132,6 +133,11 @@ int tg_add(struct taskgraph *g, const struct op *op);
  * went through tg_add once: tg_add's per-op asserts run here only in
  * sanitized builds. */
 int tg_add_many(struct taskgraph *g, const struct op *ops, int n);
+
+/* Room for `ops` ops and `edges` edges in all (a builder's estimate, so the
+ * arrays need not grow, and copy, as they fill); smaller or past the caps
+ * does nothing. */
+void tg_reserve(struct taskgraph *g, double ops, double edges);
 
 /* Append a transfer whose route is `links[0..n)`. */
 int tg_add_transfer(struct taskgraph *g, const struct op *op, const int *links, int n);

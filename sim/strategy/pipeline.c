@@ -856,6 +856,13 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 out->n_origin = n;
             }
         }
+        /* The devices run alike programs: make room for the rest at once,
+         * as the first one needed (a doubling array copies what it holds
+         * each time it grows; the rest is a guess, so it may still grow). */
+        if (d == 0) {
+            double more = (double)prog->devices * 1.125;
+            tg_reserve(g, (double)g->n_ops * more, (double)g->n_edges * more);
+        }
     }
 
     for (size_t i = 0; i < (size_t)S * 5 * 2; i++) {
