@@ -192,9 +192,11 @@ int cli_collective(int argc, char **argv)
         chip_catalog_release(&cat);
         return cli_fail(&err);
     }
-    enum coll_algo used = algo == COLL_AUTO ? collective_pick(&sys, c.op, chips, (int)n) : (enum coll_algo)algo;
+    enum coll_algo used = collective_resolve(&sys, &c);
     printf("# %s on %s: %lld × %s, algorithm %s, busbw factor %.4f", collective_op_name(c.op),
            sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
+    if (algo == COLL_AUTO && collective_pick(&sys, c.op, chips, (int)n) == COLL_HIERARCHICAL)
+        printf(" (auto: the faster of hierarchical and a ring on every NIC rail, per size)");
     if (chunks > 1) printf(", %ld chunks in flight%s", chunks, used == COLL_RING ? "" : " (ring only: ignored)");
     printf("\n");
     char model[160];

@@ -18,6 +18,11 @@
  *   hierarchical  inside each node a reduce-scatter, across nodes the op on
  *               S/g (g chips of the group per node), inside the node an
  *               all-gather.
+ *   ring across nodes (g > 1 chips of the group per node, a switch inside,
+ *               a NIC per chip): NCCL's g rings, one per NIC rail, each on
+ *               S/g (rails_step): steps of max(hop_nic(p), hop_up((g−1)·p))
+ *               with p = S/(n·g). `auto` takes it over hierarchical where it
+ *               is faster (auto_algo).
  * On a full mesh (xGMI) the ring algorithms run n−1 rings at once over the
  * disjoint links, as RCCL does, so each ring carries 1/(n−1) of the data.
  * The detailed expansion has one comm stream per chip and so cannot drive
@@ -172,6 +177,48 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
     return ok;
 }
 
+/* NCCL's ring across nodes (calibration.md §5d: the algorithm NCCL selected
+ * on 4 nodes of 8×H200) runs one channel per NIC rail: with `per` chips of
+ * the group in each node, `per` rings, each carrying S/per, each passing
+ * through a node's chips in turn and leaving it by another chip's NIC
+ * (NCCL builds its rings from the topology, node by node, not from rank
+ * order). So at every ring step a chip sends one piece S/(n·per) out of
+ * its NIC (for the ring that leaves the node there) and per − 1 pieces to
+ * the next chip of its node through its one scale-up port: the step takes
+ * the slower of hop_out(piece) and hop_up((per − 1)·piece), and an
+ * all-reduce 2(n − 1) steps, at large S 2(n−1)/n · S/(per · B_nic): busbw
+ * per × the NIC's, which is what 4 nodes of 8×B200 on 8 × 50 GB/s reach at
+ * 4–16 GiB (§5d: 377–382 GB/s). Only a group of per > 1 chips on each of
+ * several nodes, a scale-up switch and a NIC per chip (fat-tree or rails).
+ * The node-crossing hop is taken between chips at the same place in their
+ * nodes (one rail). */
+static bool rails_step(const struct system *sys, const int *chips, int n, double bytes,
+                       mp_time *step)
+{
+    if (sys->scaleup.topo != TOPO_SWITCH ||
+        (sys->scaleout.topo != TOPO_FAT_TREE && sys->scaleout.topo != TOPO_RAIL))
+        return false;
+    struct hier h;
+    if (!hier_split(sys, chips, n, &h)) return false;
+    bool ok = h.per > 1;
+    if (ok) {
+        double piece = bytes / n / h.per;
+        mp_time slowest = 0;
+        for (int k = 0; k < h.nodes; k++) {
+            const int *node = h.local + k * h.per, *next = h.local + ((k + 1) % h.nodes) * h.per;
+            for (int j = 0; j + 1 < h.per; j++) {
+                mp_time t = pair_time(sys, node[j], node[j + 1], (h.per - 1) * piece);
+                if (t > slowest) slowest = t;
+            }
+            mp_time t = pair_time(sys, node[h.per - 1], next[h.per - 1], piece);
+            if (t > slowest) slowest = t;
+        }
+        *step = slowest;
+    }
+    free(h.local);
+    return ok;
+}
+
 enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const int *chips, int n)
 {
     if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
@@ -298,11 +345,35 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
     return t;
 }
 
+/* `auto` for these bytes: collective_pick's algorithm, except that a
+ * reduce-like op across nodes takes NCCL's ring on every rail (rails_step)
+ * where that is faster than hierarchical: NCCL's tuner picks between its
+ * algorithms by their modelled time, and the ring, bandwidth-bound at large
+ * sizes where hierarchical pays its node-local phases on top, wins there
+ * (§5d), while hierarchical's fewer latencies win small buffers and many
+ * nodes. */
+static enum coll_algo auto_algo(const struct system *sys, enum coll_op op, const int *chips, int n,
+                                double bytes, int chunks)
+{
+    enum coll_algo algo = collective_pick(sys, op, chips, n);
+    mp_time step;
+    if (algo != COLL_HIERARCHICAL || chunks > 1 || !rails_step(sys, chips, n, bytes, &step))
+        return algo;
+    mp_time ring = mp_time_mul(step, ring_steps(op, n));
+    return ring < hier_time(sys, op, chips, n, bytes) ? COLL_RING : algo;
+}
+
+enum coll_algo collective_resolve(const struct system *sys, const struct coll_spec *c)
+{
+    if (c->algo != COLL_AUTO) return c->algo;
+    return auto_algo(sys, c->op, c->chips, c->n, c->bytes, c->chunks > 1 ? c->chunks : 1);
+}
+
 static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
                        const int *chips, int n, double bytes, int chunks)
 {
     if (n <= 1 || bytes <= 0) return 0;
-    if (algo == COLL_AUTO) algo = collective_pick(sys, op, chips, n);
+    if (algo == COLL_AUTO) algo = auto_algo(sys, op, chips, n, bytes, chunks);
     if (op == COLL_SEND_RECV) return pair_time(sys, chips[0], chips[1], bytes);
     if (op == COLL_ALL_TO_ALL && algo != COLL_DIRECT) algo = COLL_DIRECT;
     if (algo == COLL_HIERARCHICAL && op != COLL_ALL_REDUCE && op != COLL_REDUCE_SCATTER &&
@@ -332,7 +403,10 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
     case COLL_HIERARCHICAL:
         return hier_time(sys, op, chips, n, bytes);
     case COLL_RING:
-    default:
+    default: {
+        mp_time step;
+        if (chunks <= 1 && op != COLL_BROADCAST && rails_step(sys, chips, n, bytes, &step))
+            return mp_time_mul(step, ring_steps(op, n));
         if (chunks > 1 && op != COLL_BROADCAST) {
             /* collective.h: steps every max(α + s, C·s), the last piece
              * landing C·s + α after the last step starts. */
@@ -355,6 +429,7 @@ static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo
         }
         return mp_time_mul(ring_hop(sys, chips, n, bytes / n / rings), n - 1);
     }
+    }
 }
 
 const char *collective_model(const struct system *sys, char *buf, size_t size)
@@ -371,7 +446,9 @@ const char *collective_priced_by(const struct system *sys, const struct coll_spe
 {
     /* The algorithm op_time ends up pricing, as it resolves it. */
     enum coll_op op = c->op;
-    enum coll_algo algo = c->algo == COLL_AUTO ? collective_pick(sys, op, c->chips, c->n) : c->algo;
+    int chunks = c->chunks > 1 ? c->chunks : 1;
+    enum coll_algo algo = c->algo == COLL_AUTO ? auto_algo(sys, op, c->chips, c->n, c->bytes, chunks)
+                                               : c->algo;
     bool reduce_like = op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER;
     if (algo == COLL_HIERARCHICAL && !reduce_like) algo = COLL_RING;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(c->n)) algo = COLL_RING;
@@ -386,9 +463,13 @@ const char *collective_priced_by(const struct system *sys, const struct coll_spe
             algo = COLL_RING;
         }
     }
+    mp_time step;
+    bool rails = algo == COLL_RING && reduce_like && chunks == 1 &&
+                 rails_step(sys, c->chips, c->n, c->bytes, &step);
     if (algo == COLL_RING && op != COLL_SEND_RECV && op != COLL_ALL_TO_ALL)
-        whole = curve_prices(sys, op, c->chips, c->n, c->chunks > 1 ? c->chunks : 1);
+        whole = curve_prices(sys, op, c->chips, c->n, chunks);
     if (whole) snprintf(buf, size, "measured busbw curve %s", sys->curve.name);
+    else if (rails) snprintf(buf, size, "alpha-beta, a ring on every NIC rail");
     else if (phases)
         snprintf(buf, size, "measured busbw curve %s inside each node, alpha-beta across",
                  sys->curve.name);
@@ -652,7 +733,8 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
         for (int i = 0; i < n; i++) done[i] = ready[i];
         return;
     }
-    if (algo == COLL_AUTO) algo = collective_pick(x->sys, op, chips, n);
+    int chunks = x->c->chunks > 1 ? x->c->chunks : 1;
+    if (algo == COLL_AUTO) algo = auto_algo(x->sys, op, chips, n, bytes, chunks);
     if (op == COLL_ALL_TO_ALL) algo = COLL_DIRECT;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(n)) algo = COLL_RING;
     if (algo == COLL_HIERARCHICAL) {
@@ -673,7 +755,12 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
         return;
     }
     bool mesh = mesh_group(x->sys, chips, n);
-    if (algo == COLL_TREE || (mesh && algo == COLL_RING)) {
+    /* A ring on every rail drives a NIC and the scale-up port at once,
+     * which one comm stream per chip cannot: one op, as on a mesh. */
+    mp_time rail_step;
+    bool rails = algo == COLL_RING && op != COLL_BROADCAST && chunks == 1 &&
+                 rails_step(x->sys, chips, n, bytes, &rail_step);
+    if (algo == COLL_TREE || ((mesh || rails) && algo == COLL_RING)) {
         single_op(x, op, algo, chips, n, bytes, ready, done);
         return;
     }
@@ -702,7 +789,6 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
         break;
     }
     /* Ring, at the measured curve's step time where it applies. */
-    int chunks = x->c->chunks > 1 ? x->c->chunks : 1;
     mp_time step = curve_prices(x->sys, op, chips, n, chunks) ? curve_step(x->sys, op, n, bytes) : 0;
     if (op == COLL_ALL_REDUCE) {
         ring_expand(x, chips, n, bytes, 2 * (n - 1), step, ready, done);

@@ -83,10 +83,16 @@ int collective_algo_find(const char *name);
  * for reduce-scatter, all-gather and all-to-all, 1 for broadcast, send/recv. */
 double collective_bus_factor(enum coll_op op, int n);
 
-/* The algorithm `auto` resolves to for this group: hierarchical when the
- * group spans several nodes with more than one of its chips in a node, else
- * direct for all-to-all and send/recv, else ring. */
+/* The algorithm `auto` takes for this group by its shape: hierarchical when
+ * the group spans several nodes with more than one of its chips in a node,
+ * else direct for all-to-all and send/recv, else ring. */
 enum coll_algo collective_pick(const struct system *sys, enum coll_op op, const int *chips, int n);
+
+/* The algorithm that prices `c` (its algo, or auto's for its bytes): as
+ * collective_pick, except that a reduce-like op across nodes on a switch
+ * with a NIC per chip is NCCL's ring on every rail where that is faster
+ * than hierarchical (large buffers; collective.c). */
+enum coll_algo collective_resolve(const struct system *sys, const struct coll_spec *c);
 
 /* Time of the collective with nothing else on the links (the fast
  * fidelity's duration): alpha-beta, or the system's measured busbw curve
