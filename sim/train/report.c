@@ -264,7 +264,8 @@ void report_text(FILE *f, const struct sim *s)
     if (s->has_system) {
         /* Which model priced the scale-up collectives (hardware/coll_curve.h). */
         char model[160];
-        fprintf(f, "collectives in a node: %s; across nodes: alpha-beta\n",
+        fprintf(f, "collectives in a node: %s; across nodes: alpha-beta, the faster of "
+                   "hierarchical and rail rings\n",
                 collective_model(&s->sys, model, sizeof model));
     }
     if (s->has_calib) report_kernels_line(f, s);
