@@ -192,29 +192,33 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
  * several nodes, a scale-up switch and a NIC per chip (fat-tree or rails).
  * The node-crossing hop is taken between chips at the same place in their
  * nodes (one rail). */
+static bool rails_step_of(const struct system *sys, const struct hier *h, int n, double bytes,
+                          mp_time *step)
+{
+    if (sys->scaleup.topo != TOPO_SWITCH ||
+        (sys->scaleout.topo != TOPO_FAT_TREE && sys->scaleout.topo != TOPO_RAIL) || h->per < 2)
+        return false;
+    double piece = bytes / n / h->per;
+    mp_time slowest = 0;
+    for (int k = 0; k < h->nodes; k++) {
+        const int *node = h->local + k * h->per, *next = h->local + ((k + 1) % h->nodes) * h->per;
+        for (int j = 0; j + 1 < h->per; j++) {
+            mp_time t = pair_time(sys, node[j], node[j + 1], (h->per - 1) * piece);
+            if (t > slowest) slowest = t;
+        }
+        mp_time t = pair_time(sys, node[h->per - 1], next[h->per - 1], piece);
+        if (t > slowest) slowest = t;
+    }
+    *step = slowest;
+    return true;
+}
+
 static bool rails_step(const struct system *sys, const int *chips, int n, double bytes,
                        mp_time *step)
 {
-    if (sys->scaleup.topo != TOPO_SWITCH ||
-        (sys->scaleout.topo != TOPO_FAT_TREE && sys->scaleout.topo != TOPO_RAIL))
-        return false;
     struct hier h;
     if (!hier_split(sys, chips, n, &h)) return false;
-    bool ok = h.per > 1;
-    if (ok) {
-        double piece = bytes / n / h.per;
-        mp_time slowest = 0;
-        for (int k = 0; k < h.nodes; k++) {
-            const int *node = h.local + k * h.per, *next = h.local + ((k + 1) % h.nodes) * h.per;
-            for (int j = 0; j + 1 < h.per; j++) {
-                mp_time t = pair_time(sys, node[j], node[j + 1], (h.per - 1) * piece);
-                if (t > slowest) slowest = t;
-            }
-            mp_time t = pair_time(sys, node[h.per - 1], next[h.per - 1], piece);
-            if (t > slowest) slowest = t;
-        }
-        *step = slowest;
-    }
+    bool ok = rails_step_of(sys, &h, n, bytes, step);
     free(h.local);
     return ok;
 }
@@ -317,30 +321,38 @@ static mp_time curve_step(const struct system *sys, enum coll_op op, int n, doub
     return mp_time_from_s(bytes * collective_bus_factor(op, n) / busbw / (double)ring_steps(op, n));
 }
 
-static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
-                         double bytes)
+static mp_time hier_time_of(const struct system *sys, enum coll_op op, const struct hier *h,
+                            double bytes)
 {
-    struct hier h;
-    if (!hier_split(sys, chips, n, &h)) return op_time(sys, op, COLL_RING, chips, n, bytes, 1);
     mp_time t = 0;
-    int *rail = mp_xmalloc((size_t)h.nodes * sizeof *rail);
+    int *rail = mp_xmalloc((size_t)h->nodes * sizeof *rail);
     /* The node-local phases run in every node at once; the slowest sets it. */
     mp_time in_rs = 0, in_ag = 0, across = 0;
-    for (int k = 0; k < h.nodes; k++) {
-        mp_time a = op_time(sys, COLL_REDUCE_SCATTER, COLL_RING, h.local + k * h.per, h.per, bytes, 1);
-        mp_time b = op_time(sys, COLL_ALL_GATHER, COLL_RING, h.local + k * h.per, h.per, bytes, 1);
+    for (int k = 0; k < h->nodes; k++) {
+        const int *node = h->local + k * h->per;
+        mp_time a = op_time(sys, COLL_REDUCE_SCATTER, COLL_RING, node, h->per, bytes, 1);
+        mp_time b = op_time(sys, COLL_ALL_GATHER, COLL_RING, node, h->per, bytes, 1);
         if (a > in_rs) in_rs = a;
         if (b > in_ag) in_ag = b;
     }
-    for (int l = 0; l < h.per; l++) {
-        for (int k = 0; k < h.nodes; k++) rail[k] = h.local[k * h.per + l];
-        mp_time c = op_time(sys, op, COLL_RING, rail, h.nodes, bytes / h.per, 1);
+    for (int l = 0; l < h->per; l++) {
+        for (int k = 0; k < h->nodes; k++) rail[k] = h->local[k * h->per + l];
+        mp_time c = op_time(sys, op, COLL_RING, rail, h->nodes, bytes / h->per, 1);
         if (c > across) across = c;
     }
     if (op == COLL_ALL_REDUCE) t = mp_time_add(mp_time_add(in_rs, across), in_ag);
     else if (op == COLL_REDUCE_SCATTER) t = mp_time_add(in_rs, across);
     else t = mp_time_add(across, in_ag);
     free(rail);
+    return t;
+}
+
+static mp_time hier_time(const struct system *sys, enum coll_op op, const int *chips, int n,
+                         double bytes)
+{
+    struct hier h;
+    if (!hier_split(sys, chips, n, &h)) return op_time(sys, op, COLL_RING, chips, n, bytes, 1);
+    mp_time t = hier_time_of(sys, op, &h, bytes);
     free(h.local);
     return t;
 }
@@ -353,27 +365,41 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
  * (§5d), while hierarchical's fewer latencies win small buffers and many
  * nodes. */
 static enum coll_algo auto_algo(const struct system *sys, enum coll_op op, const int *chips, int n,
-                                double bytes, int chunks)
+                                double bytes, int chunks, mp_time *time)
 {
-    enum coll_algo algo = collective_pick(sys, op, chips, n);
+    /* collective_pick's choice, the group split once for all of it. */
+    if (op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV) return COLL_DIRECT;
+    if (op == COLL_BROADCAST) return COLL_RING;
+    struct hier h;
+    if (!hier_split(sys, chips, n, &h)) return COLL_RING;
+    enum coll_algo algo = h.per > 1 ? COLL_HIERARCHICAL : COLL_RING;
     mp_time step;
-    if (algo != COLL_HIERARCHICAL || chunks > 1 || !rails_step(sys, chips, n, bytes, &step))
-        return algo;
-    mp_time ring = mp_time_mul(step, ring_steps(op, n));
-    return ring < hier_time(sys, op, chips, n, bytes) ? COLL_RING : algo;
+    if (algo == COLL_HIERARCHICAL && chunks <= 1 && rails_step_of(sys, &h, n, bytes, &step)) {
+        /* Both times are op_time's for these algorithms: hand back the one taken. */
+        mp_time ring = mp_time_mul(step, ring_steps(op, n));
+        mp_time hier = hier_time_of(sys, op, &h, bytes);
+        if (ring < hier) algo = COLL_RING;
+        if (time) *time = ring < hier ? ring : hier;
+    }
+    free(h.local);
+    return algo;
 }
 
 enum coll_algo collective_resolve(const struct system *sys, const struct coll_spec *c)
 {
     if (c->algo != COLL_AUTO) return c->algo;
-    return auto_algo(sys, c->op, c->chips, c->n, c->bytes, c->chunks > 1 ? c->chunks : 1);
+    return auto_algo(sys, c->op, c->chips, c->n, c->bytes, c->chunks > 1 ? c->chunks : 1, NULL);
 }
 
 static mp_time op_time(const struct system *sys, enum coll_op op, enum coll_algo algo,
                        const int *chips, int n, double bytes, int chunks)
 {
     if (n <= 1 || bytes <= 0) return 0;
-    if (algo == COLL_AUTO) algo = auto_algo(sys, op, chips, n, bytes, chunks);
+    if (algo == COLL_AUTO) {
+        mp_time t = -1;
+        algo = auto_algo(sys, op, chips, n, bytes, chunks, &t);
+        if (t >= 0) return t;
+    }
     if (op == COLL_SEND_RECV) return pair_time(sys, chips[0], chips[1], bytes);
     if (op == COLL_ALL_TO_ALL && algo != COLL_DIRECT) algo = COLL_DIRECT;
     if (algo == COLL_HIERARCHICAL && op != COLL_ALL_REDUCE && op != COLL_REDUCE_SCATTER &&
@@ -447,8 +473,9 @@ const char *collective_priced_by(const struct system *sys, const struct coll_spe
     /* The algorithm op_time ends up pricing, as it resolves it. */
     enum coll_op op = c->op;
     int chunks = c->chunks > 1 ? c->chunks : 1;
-    enum coll_algo algo = c->algo == COLL_AUTO ? auto_algo(sys, op, c->chips, c->n, c->bytes, chunks)
-                                               : c->algo;
+    enum coll_algo algo = c->algo == COLL_AUTO
+                              ? auto_algo(sys, op, c->chips, c->n, c->bytes, chunks, NULL)
+                              : c->algo;
     bool reduce_like = op == COLL_ALL_REDUCE || op == COLL_REDUCE_SCATTER || op == COLL_ALL_GATHER;
     if (algo == COLL_HIERARCHICAL && !reduce_like) algo = COLL_RING;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(c->n)) algo = COLL_RING;
@@ -734,7 +761,7 @@ static void expand_op(struct expand *x, enum coll_op op, enum coll_algo algo, co
         return;
     }
     int chunks = x->c->chunks > 1 ? x->c->chunks : 1;
-    if (algo == COLL_AUTO) algo = auto_algo(x->sys, op, chips, n, bytes, chunks);
+    if (algo == COLL_AUTO) algo = auto_algo(x->sys, op, chips, n, bytes, chunks, NULL);
     if (op == COLL_ALL_TO_ALL) algo = COLL_DIRECT;
     if (algo == COLL_HALVING_DOUBLING && !is_pow2(n)) algo = COLL_RING;
     if (algo == COLL_HIERARCHICAL) {
