@@ -1028,11 +1028,13 @@ void search_print(FILE *f, const struct search_result *res, const struct search_
                 h->micro_batch, h->sp ? "y" : "n", h->tp_overlap ? "y" : "n", h->schedule,
                 recompute_name(h->recompute), h->zero, offload_name(h->offload));
         if (round) fprintf(f, " %6d", h->global_batch);
-        if (h->simulated)
-            fprintf(f, " %10.4f %10.4f %12.6g %6.2f %7.4f %8.2f %8.4g %5s\n", h->step_s,
-                    h->bound_step_s, h->tokens_per_s, 100 * h->mfu, h->bubble, h->peak_mem / 1e9,
-                    h->usd_per_mtok, "sim");
-        else
+        if (h->simulated) {
+            fprintf(f, " %10.4f %10.4f %12.6g %6.2f %7.4f %8.2f", h->step_s, h->bound_step_s,
+                    h->tokens_per_s, 100 * h->mfu, h->bubble, h->peak_mem / 1e9);
+            /* A chip without a price in chips.csv has no cost: say so, not "nan". */
+            if (isnan(h->usd_per_mtok)) fprintf(f, " %8s %5s\n", "-", "sim");
+            else fprintf(f, " %8.4g %5s\n", h->usd_per_mtok, "sim");
+        } else
             fprintf(f, " %10s %10.4f %12s %6s %7s %8s %8s %5s\n", "-", h->bound_step_s, "-", "-",
                     "-", "-", "-", "bound");
     }
