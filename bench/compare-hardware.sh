@@ -1,6 +1,6 @@
 #!/bin/sh
 # compare-hardware.sh — "comparing before buying": Llama 3 70B training
-# (global batch 1024 × 4096 tokens) on H100, MI300X, TPU v5p and Cerebras
+# (global batch 1024 × 4096 tokens) on H100, B200, MI300X, TPU v5p and Cerebras
 # wafers, each in the layout `mpsim search` found best for it
 # (scenarios/compare-*.ini), plus one layout that does not fit, as one
 # Markdown table (docs/sweeps.md, "Comparing hardware before buying").
@@ -34,14 +34,20 @@ row() {
         r = col["reason"]; reason = $r; for (i = r + 1; i <= NF; i++) reason = reason "," $i
         gsub(/^"|"$/, "", reason); sub(/ \(weights.*/, "", reason)
         st = $col["step_time_s"]; chips = $col["chips"]; usd = $col["usd_per_step"]
-        per_hour = usd / (chips * st / 3600)
-        printf "| %s | %d | %s | %.3f | %.0f | %.1f%% | %.2f | %.3f | %.4f | %.0f | %s |\n",
-               label, chips, layout, st, $col["tokens_per_s"], 100 * $col["mfu"], per_hour, usd,
-               $col["usd_per_mtok"], $col["budget_chip_hours"],
+        # A chip without a price (chips.csv) has empty cost columns: a dash.
+        if (usd == "") { per_hour = "—"; usd_s = "—"; mtok = "—" }
+        else {
+            per_hour = sprintf("%.2f", usd / (chips * st / 3600)); usd_s = sprintf("%.3f", usd)
+            mtok = sprintf("%.4f", $col["usd_per_mtok"])
+        }
+        printf "| %s | %d | %s | %.3f | %.0f | %.1f%% | %s | %s | %s | %.0f | %s |\n",
+               label, chips, layout, st, $col["tokens_per_s"], 100 * $col["mfu"], per_hour, usd_s,
+               mtok, $col["budget_chip_hours"],
                $col["feasible"] == "true" ? "yes" : "no: " reason
     }' "$T/row.csv"
 }
 row "H100 SXM (dgx-h100)" scenarios/compare-h100.ini
+row "B200 (p6-b200)" scenarios/compare-b200.ini
 row "MI300X (mi300x-node)" scenarios/compare-mi300x.ini
 row "TPU v5p (tpu-v5p)" scenarios/compare-tpu-v5p.ini
 row "Cerebras CS-3 (cerebras-cs3)" scenarios/compare-cerebras.ini
