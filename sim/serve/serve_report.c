@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "serve_impl.h"
+#include "sim/strategy/collective.h"
 
 /* A duration in seconds for people: 3 significant decimals in a fitting unit. */
 static const char *secs(double s, char *buf, size_t n)
@@ -175,6 +176,10 @@ void serve_report_text(FILE *f, const struct serve *s)
     fprintf(f, "system      %s: %d × %s (%.2f GB each), hop %s\n", s->sys.name,
             old ? r->stages : serve_chips(s), s->pr.chip.name, s->pr.chip.mem_bytes / 1e9,
             secs(S0 > 1 ? mp_seconds(serve_hop_time(s, 0, 1)) : 0, a, sizeof a));
+    if (s->has_sys) { /* the TP and expert collectives' model, as training prints it */
+        char line[256];
+        fprintf(f, "collectives %s\n", collective_summary(&s->sys, line, sizeof line));
+    }
     char kernels[512];
     serve_price_describe(s, kernels, sizeof kernels);
     fprintf(f, "kernels     %s\n", kernels);
@@ -382,6 +387,10 @@ void serve_report_json(FILE *f, const struct serve *s)
     /* issue 15: every parameter, and those one token uses (models/model.h) */
     cJSON_AddNumberToObject(o, "params", model_params(&s->pr.model));
     cJSON_AddNumberToObject(o, "active_params", model_active_params(&s->pr.model));
+    if (s->has_sys) {
+        char model[160];
+        cJSON_AddStringToObject(o, "collective_model", collective_model(&s->sys, model, sizeof model));
+    }
     add_quant(o, "ttft", r->ttft);
     add_quant(o, "tpot", r->tpot);
     add_quant(o, "latency", r->e2e);

@@ -467,6 +467,14 @@ const char *collective_model(const struct system *sys, char *buf, size_t size)
     return buf;
 }
 
+const char *collective_summary(const struct system *sys, char *buf, size_t size)
+{
+    char model[160];
+    snprintf(buf, size, "in a node: %s; across nodes: alpha-beta, the faster of hierarchical and "
+             "rail rings", collective_model(sys, model, sizeof model));
+    return buf;
+}
+
 const char *collective_priced_by(const struct system *sys, const struct coll_spec *c, char *buf,
                                  size_t size)
 {

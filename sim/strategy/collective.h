@@ -105,6 +105,11 @@ mp_time collective_time(const struct system *sys, const struct coll_spec *c);
  * else "alpha-beta". Written to buf; returns buf. */
 const char *collective_model(const struct system *sys, char *buf, size_t size);
 
+/* The summary's line for the system: "in a node: <collective_model>; across
+ * nodes: alpha-beta, the faster of hierarchical and rail rings" (training
+ * and serving print it alike). Written to buf; returns buf. */
+const char *collective_summary(const struct system *sys, char *buf, size_t size);
+
 /* What prices this one collective at fast fidelity: "measured busbw curve
  * NAME" (the whole of it), "measured busbw curve NAME inside each node,
  * alpha-beta across" (hierarchical with the curve's phases), or

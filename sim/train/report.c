@@ -262,11 +262,9 @@ void report_text(FILE *f, const struct sim *s)
                 (double)c->synthetic.backward_weight / 1e9, (double)c->synthetic.hop / 1e9);
     fprintf(f, "system      %s: %d × %s\n", s->sys.name, r->n_chips, s->sys.chip.name);
     if (s->has_system) {
-        /* Which model priced the scale-up collectives (hardware/coll_curve.h). */
-        char model[160];
-        fprintf(f, "collectives in a node: %s; across nodes: alpha-beta, the faster of "
-                   "hierarchical and rail rings\n",
-                collective_model(&s->sys, model, sizeof model));
+        /* Which model priced the collectives (hardware/coll_curve.h). */
+        char line[256];
+        fprintf(f, "collectives %s\n", collective_summary(&s->sys, line, sizeof line));
     }
     if (s->has_calib) report_kernels_line(f, s);
     fprintf(f, "layout      tp %d × pp %d × dp %d, vpp %d, schedule %s, %d microbatches of %d, "
