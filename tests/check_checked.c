@@ -263,10 +263,17 @@ START_TEST(budget_refuses_before_building)
     ck_assert_int_eq(s.g.n_ops, 5600);
     sim_release(&s);
     /* With skipping, the step is weighed by the shorter program it runs (a
-     * few periods of the steady state: 168 events estimated, against 5600;
-     * a budget of 2000 holds them and the textbook system's 1024 chips). */
+     * few periods of the steady state: 168 events estimated, against 5600),
+     * and the schedule program it is read from, built whole: 400 × 4 × 3
+     * passes at a quarter event each (budget.h) = 1200, with the textbook
+     * system's 1024 chips 2224. A budget of 2500 holds both; 2000 does not. */
     o.force = false;
     o.budget_events = 2000;
+    ck_assert_int_eq(run("[model]\nkind = synthetic\n[parallel]\npp = 4\n[training]\n"
+                         "global_batch = 400\n", NULL, &o, &err, &s), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "1200 events and 1024 chips"), "%s", err.msg);
+    sim_release(&s);
+    o.budget_events = 2500;
     const char *skip = "[model]\nkind = synthetic\n[parallel]\npp = 4\n[training]\nglobal_batch = 400\n";
     ck_assert_msg(run(skip, NULL, &o, &err, &s) == MP_OK, "%s", err.msg);
     ck_assert_msg(s.g.n_ops < 1000 && s.res.steady_skipped_periods > 0, "%d ops, %lld periods",

@@ -37,6 +37,15 @@
  * Hugging Face model); rounded up. */
 #define WORK_SECONDS_PER_POINT 2e-3
 
+/* Measured: the schedule program (sim/strategy/schedule.h) is built whole
+ * even when steady-state skipping then simulates a few periods of it.
+ * zb-auto's six greedy orders over 8,388,608 microbatches on one stage
+ * (25.2 million passes, F, B and W) took 5.2 s and two programs of 20-byte
+ * passes: 0.21 µs and 40 bytes a pass, a fifth and a quarter of an event.
+ * A pass counts as a quarter of an event (the value fuzzer found that
+ * program at a budget of 10^5 events: minutes under ASan). */
+#define WORK_EVENTS_PER_PASS 0.25
+
 /* The default budget: 4 GiB of memory for one run (about 27 million events,
  * half a minute), and one hour of estimated wall time for a sweep or a
  * search (on its --jobs threads). */

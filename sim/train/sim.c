@@ -1135,6 +1135,14 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
         struct work_estimate w = { .chips = s->sys.n_chips,
                                    .links = (double)system_link_count(&s->sys) };
         if ((rc = work_check(&w, what, "lower hardware.nodes", opts->force, err))) return rc;
+        /* The schedule program is built whole however many periods the run
+         * then leaves out (the steady plan reads it): its passes, at most
+         * F, B and W of every microbatch on every chunk, weighed as
+         * budget.h measures them. */
+        double passes = (double)(microbatches ? microbatches : config_microbatches(cfg)) * pp *
+                        cfg->parallel.vpp * 3;
+        if ((rc = check_work(s, opts, passes * WORK_EVENTS_PER_PASS, s->sys.n_chips, err)))
+            return rc;
     } else if ((rc = check_work(s, opts,
                                 sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
                                 s->sys.n_chips, err))) {
