@@ -237,7 +237,12 @@ static int build_shape(struct cp_plan *p, const struct cp_input *in, int attn, i
         sh->core_flops += context_attention_flops(b, b0->q_tokens * c, b0->k_tokens * c,
                                                   b0->causal, &sh->h);
     }
-    for (int j = 0; j < r; j++) sh->core_f += sh->step_f[j], sh->core_b += sh->step_b[j];
+    /* Saturating: a block priced past MP_TIME_HUGE (a seq_len of 10^9) stays
+     * there, for sim_run's horizon check to report (common.h). */
+    for (int j = 0; j < r; j++) {
+        sh->core_f = mp_time_add(sh->core_f, sh->step_f[j]);
+        sh->core_b = mp_time_add(sh->core_b, sh->step_b[j]);
+    }
 
     /* Each stage's groups, as the lanes place them (context.h's chip order). */
     sh->ring_t = mp_xcalloc((size_t)p->stages * 2, sizeof *sh->ring_t);
