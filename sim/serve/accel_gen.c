@@ -320,6 +320,9 @@ static void pipeline(struct accel_pipe *p, const struct accel_setup *a, int stag
     c.parallel.pp = stages;
     c.parallel.tp = 1;
     c.hardware.nodes = 0;
+    /* One pipeline over the map's devices, whatever else the scenario serves. */
+    in->replicas = 1;
+    in->disaggregate = false;
     c.model.weight_bits = priced_bits(&a->dtype);
     in->arrivals = ARRIVALS_POISSON;
     in->rate = 1e9; /* every request at once (1 ns apart) */
@@ -332,7 +335,8 @@ static void pipeline(struct accel_pipe *p, const struct accel_setup *a, int stag
     p->inflight = inflight;
     struct serve s;
     struct mp_error err = { 0 };
-    int rc = serve_run(&s, &c, &err);
+    struct serve_options o = { .force = a->force, .budget_events = a->budget_events };
+    int rc = serve_run_opts(&s, &c, &o, &err);
     p->feasible = rc == MP_OK;
     if (rc) {
         snprintf(p->reason, sizeof p->reason, "%s", err.msg);
