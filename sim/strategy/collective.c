@@ -216,6 +216,12 @@ static bool rails_step_of(const struct system *sys, const struct hier *h, int n,
 static bool rails_step(const struct system *sys, const int *chips, int n, double bytes,
                        mp_time *step)
 {
+    /* Most rings asked about (TP groups, hierarchical's own phases and
+     * rails) lie in one node or one chip a node: no split to allocate. */
+    int first = n > 0 ? system_node_of(sys, chips[0]) : 0;
+    bool across = false;
+    for (int i = 1; i < n && !across; i++) across = system_node_of(sys, chips[i]) != first;
+    if (!across || n / 2 < 2) return false;
     struct hier h;
     if (!hier_split(sys, chips, n, &h)) return false;
     bool ok = rails_step_of(sys, &h, n, bytes, step);
