@@ -229,6 +229,19 @@ START_TEST(work_estimate_counts_the_loop_that_runs)
     ck_assert_msg(serve_run_opts(&s, &cfg, &o, &err) == MP_OK, "%s", err.msg);
     ck_assert_int_eq(s.res.completed, 100);
     serve_release(&s);
+    /* vLLM's name for the token budget counts as the run uses it: 10
+     * tokens a pass cut each 300-token prompt in 30 chunks, so 100 × (60 +
+     * 30) = 9,000 passes, 100 + 2 × 9,000 = 18,100 events on the fast loop
+     * (it counted 2,048-token chunks, one a prompt: the value fuzzer). */
+    const char *vllm[] = { "parallel.pp=4", "inference.requests=100", "inference.prompt_len=300",
+                           "inference.output_len=60", "inference.kv_cache=reserve",
+                           "inference.max_num_batched_tokens=10", NULL };
+    build(&cfg, vllm);
+    memset(&err, 0, sizeof err);
+    o.budget_events = 18000;
+    ck_assert_int_eq(serve_run_opts(&s, &cfg, &o, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "up to 9e+03 passes): 1.81e+04 events"), "%s", err.msg);
+    serve_release(&s);
 }
 END_TEST
 

@@ -326,7 +326,8 @@ static double point_events(const struct config *cfg, bool serving, char *model_p
 {
     if (serving) {
         const struct config_inference *in = &cfg->inference;
-        return in->requests * (1 + 2.0 * (in->output_len + 1) / in->micro_batch);
+        int mb = in->max_num_seqs ? in->max_num_seqs : in->micro_batch; /* serve_mb */
+        return in->requests * (1 + 2.0 * (in->output_len + 1) / mb);
     }
     if (cfg->model.kind != MODEL_TRANSFORMER) return sim_events_estimate(cfg, NULL, NULL);
     char path[1024];

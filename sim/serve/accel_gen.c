@@ -4,8 +4,6 @@
 #include "accel.h"
 
 #include <cJSON.h>
-#include <gsl/gsl_sort.h>
-#include <gsl/gsl_statistics_double.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -439,15 +437,19 @@ int accel_generate_recorded(struct accel_report *rep, const struct accel_setup *
     pricer_free(x.price);
     g->call = g->prefill + g->decode;
     /* The comparison's workload: every request arriving at once, so request
-     * i starts with call i / batch; its first token comes a prefill later. */
-    double *ttft = mp_xmalloc((size_t)(g->requests > 0 ? g->requests : 1) * sizeof *ttft);
-    for (int i = 0; i < g->requests; i++)
-        ttft[i] = (double)(i / g->batch) * sec(g->call) + sec(g->prefill);
-    gsl_sort(ttft, 1, (size_t)g->requests);
-    g->ttft_p50_all_s = g->requests ? gsl_stats_quantile_from_sorted_data(ttft, 1,
-                                                                          (size_t)g->requests, 0.5)
-                                    : 0;
-    free(ttft);
+     * i starts with call i / batch; its first token comes a prefill later.
+     * Those times rise with i, so request i is the i-th smallest: the median
+     * is gsl_stats_quantile_from_sorted_data's interpolation between the two
+     * middle requests, with no array to sort (10^7 requests took seconds). */
+    if (g->requests > 0) {
+        double at = (g->requests - 1) * 0.5, lo = floor(at);
+        long long i = (long long)lo;
+        double t_lo = (double)(i / g->batch) * sec(g->call) + sec(g->prefill);
+        double t_hi = (double)((i + 1) / g->batch) * sec(g->call) + sec(g->prefill);
+        g->ttft_p50_all_s = at > lo ? (1 - (at - lo)) * t_lo + (at - lo) * t_hi : t_lo;
+    } else {
+        g->ttft_p50_all_s = 0;
+    }
     g->total = mp_time_mul(g->call, g->calls);
     double out_tokens = (double)g->requests * g->output;
     g->tokens_per_s = g->total > 0 ? out_tokens / (g->total / 1e12) : 0;

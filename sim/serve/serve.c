@@ -623,7 +623,8 @@ static void handle(void *ctx, const struct eventq_event *ev)
 static int check_walk(const struct serve *s, struct mp_error *err)
 {
     const struct config_inference *in = &s->cfg.inference;
-    double mb = in->micro_batch, T = in->token_budget > mb ? in->token_budget : mb;
+    /* vLLM's names, when given, are the ones the run uses (serve_mb). */
+    double mb = serve_mb(s), T = serve_budget(s) > mb ? serve_budget(s) : mb;
     double ctx = in->context_len;
     /* An upper bound of any pass: every token a prompt token after a full
      * context, every member also decoding one at a full context. */
@@ -639,26 +640,29 @@ static int check_walk(const struct serve *s, struct mp_error *err)
     char chip[512], sys[512];
     chip_describe(&s->pr.chip, chip, sizeof chip);
     system_describe(&s->sys, sys, sizeof sys);
-    return mp_fail(err, MP_ERR_INPUT, "%s: one pass down the %d stages at inference.token_budget "
-                   "= %d tokens and inference.context_len = %d could take 2^60 ps (13 days) or "
+    const char *budget_key = in->max_num_batched_tokens ? "max_num_batched_tokens" : "token_budget";
+    return mp_fail(err, MP_ERR_INPUT, "%s: one pass down the %d stages at inference.%s = %d "
+                   "tokens and inference.context_len = %d could take 2^60 ps (13 days) or "
                    "more, past what mpsim counts; it comes from %s and %s: expected a faster "
-                   "chip or links, or a smaller token_budget or context_len",
-                   s->cfg.path[0] ? s->cfg.path : "scenario", s->stages, in->token_budget,
-                   in->context_len, chip, sys);
+                   "chip or links, or a smaller %s or context_len",
+                   s->cfg.path[0] ? s->cfg.path : "scenario", s->stages, budget_key,
+                   serve_budget(s), in->context_len, chip, sys, budget_key);
 }
 
 /* The work of serving `n` requests of about `prompt` and `output` tokens
  * (issue 16): a walk per microbatch pass (a prefill chunk or a decode step),
  * two events each in the walk-at-a-time loop (serve_fast.c), two per stage
  * (the stage's pass and its hand-off) in the per-stage loop that runs
- * otherwise, and a pass record per stage when a timeline is kept; the
+ * otherwise (hand-offs sharing a link, or the rerun after the fast loop met
+ * a tie: serve_fast_will_run), and a pass record per stage when a timeline
+ * is kept; the
  * requests themselves are held. Checked before the requests are drawn, or
  * once a trace is read. */
 static int check_work(const struct serve *s, double n, double prompt, double output,
                       struct mp_error *err)
 {
     const struct config_inference *in = &s->cfg.inference;
-    double chunks = in->chunked_prefill ? ceil(prompt / in->token_budget) : 1;
+    double chunks = in->chunked_prefill ? ceil(prompt / serve_budget(s)) : 1;
     /* An upper bound: every pass carries at least one request's token, and
      * how many it carries depends on arrivals and slots (one slot with slow
      * arrivals decodes one request at a time whatever micro_batch says). */
@@ -671,7 +675,7 @@ static int check_work(const struct serve *s, double n, double prompt, double out
     /* Measured: kimi-k3 on 93 stages with a paged cache (the per-stage
      * loop), 100 requests of 128 output tokens: 25,900 events estimated as
      * walks, 1.57 G instructions run — 2.4 M events of the per-stage loop. */
-    if (!s->rec && !serve_fast_applies(s)) w.events = n + 2 * walks * s->stages;
+    if (!s->rec && !serve_fast_will_run(s)) w.events = n + 2 * walks * s->stages;
     if (s->rec) {
         /* A pass and a hand-off recorded per stage, and as many rows out. */
         w.held += 2 * walks * s->stages;
@@ -779,6 +783,7 @@ static int run_mode(struct serve *s, const struct config *cfg, bool record, bool
     s->cfg = *cfg;
     s->force = o->force;
     s->budget_events = o->budget_events;
+    s->per_stage = events;
     if (record) s->rec = mp_xcalloc(1, sizeof *s->rec);
     gsl_set_error_handler_off();
     int rc = config_check(&s->cfg, err);

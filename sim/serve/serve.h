@@ -314,6 +314,7 @@ struct serve {
     struct serve_record *rec;  /* NULL unless serve_run_recorded(record = true) */
     mp_time now;               /* time of the event being handled */
     struct serve_fast *fast;   /* the walk-at-a-time loop (serve_fast.c); NULL: per-stage events */
+    bool per_stage;            /* this run forces per-stage events (the rerun after a tie) */
     bool clock_overflow;       /* the clock passed SERVE_CLOCK_MAX: the run stopped */
     bool force;                /* run past the work budget (serve_options) */
     double budget_events;      /* serve_options.budget_events */

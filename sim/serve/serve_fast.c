@@ -189,20 +189,34 @@ bool serve_fast_applies(const struct serve *s)
            in->turns == 1 && in->speculative == SPEC_NONE && !in->prefix_caching;
 }
 
-/* Set up the fast loop, or leave s->fast NULL when a hand-off route shares a
- * link with another's (then links are contended out of walk order). */
-void serve_fast_init(struct serve *s)
+/* Whether each link carries the hand-offs of one stage only (else links
+ * are contended out of walk order, and the fast loop cannot run). */
+static bool routes_apart(const struct serve *s)
 {
-    int S = s->stages, K = s->slots;
     int *owner = mp_xmalloc(((size_t)s->sys.n_links + 1) * sizeof *owner);
     for (int i = 0; i <= s->sys.n_links; i++) owner[i] = -1;
-    for (int st = 0; st + 1 < S; st++)
-        for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1]; i++) {
+    bool apart = true;
+    for (int st = 0; st + 1 < s->stages && apart; st++)
+        for (int i = s->hop_route_off[st]; i < s->hop_route_off[st + 1] && apart; i++) {
             int l = s->hop_route[i];
-            if (owner[l] >= 0 && owner[l] != st) { free(owner); return; }
+            apart = owner[l] < 0 || owner[l] == st;
             owner[l] = st;
         }
     free(owner);
+    return apart;
+}
+
+bool serve_fast_will_run(const struct serve *s)
+{
+    return !s->rec && !s->per_stage && serve_fast_applies(s) && routes_apart(s);
+}
+
+/* Set up the fast loop, or leave s->fast NULL when a hand-off route shares a
+ * link with another's (routes_apart). */
+void serve_fast_init(struct serve *s)
+{
+    int S = s->stages, K = s->slots;
+    if (!routes_apart(s)) return;
     struct serve_fast *f = mp_xcalloc(1, sizeof *f);
     s->fast = f;
     f->cls = mp_xmalloc((size_t)S * sizeof *f->cls);

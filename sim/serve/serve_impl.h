@@ -332,6 +332,10 @@ static inline int serve_spec_k(const struct serve *s)
 /* serve_fast.c: the walk-at-a-time loop (serve.h, "Event granularity").
  * serve_fast_init leaves s->fast NULL when hand-off routes share links. */
 bool serve_fast_applies(const struct serve *s);
+/* Whether the fast loop will run: it applies, no hand-off routes share a
+ * link (serve_fast_init's condition), and the run is not forced to
+ * per-stage events or recorded. The work estimate counts by this. */
+bool serve_fast_will_run(const struct serve *s);
 void serve_fast_init(struct serve *s);
 void serve_fast_release(struct serve_fast *f);
 void serve_fast_walk(struct serve *s, int k, mp_time now);

@@ -86,17 +86,27 @@ static void gather_params(struct dp_state *st, struct taskgraph *g, int d, int a
     double params = st->device_params[d];
     if (params <= 0) return;
     double per_bucket = st->in.bucket_bytes / grad_bytes(st);
-    int n = (int)ceil(params / per_bucket);
-    if (n < 1) n = 1;
+    /* Every bucket is one op at least: past INT32_MAX of them the graph
+     * could not hold them anyway (the cap below counts them). */
+    double buckets = ceil(params / per_bucket);
+    int n = buckets < 1 ? 1 : buckets > INT32_MAX ? INT32_MAX : (int)buckets;
     if (first_of < 0) n = 1; /* after the optimizer: one gather, as before */
     group(st, d);
     for (int k = 0; k < n; k++) {
+        long long before = g->wanted_ops;
         for (int r = 0; r < st->in.dp; r++) st->ready[r] = after;
         struct coll_spec c = { .op = COLL_ALL_GATHER, .algo = st->in.algo, .chips = st->chips,
                                .n = st->in.dp, .bytes = params / n * st->in.weight_bits / 8.0,
                                .comm = COMM_DP, .mb = -1, .stage = -1 };
         add_collective(st, g, d, &c);
         if (k == 0 && first_of >= 0) st->gather_first[first_of] = st->done[0];
+        /* Past the graph's cap the rest are only counted (taskgraph.h): each
+         * bucket adds what this one did, so count them without the loop — a
+         * 1KB dp_bucket makes millions of them (the value fuzzer). */
+        if (g->over && k + 1 < n) {
+            g->wanted_ops += (long long)(n - k - 1) * (g->wanted_ops - before);
+            break;
+        }
     }
 }
 
@@ -221,7 +231,6 @@ static void add_collective(struct dp_state *st, struct taskgraph *g, int d, stru
         c->time = st->timed[i].t;
     }
     collective_add(g, st->in.sys, c, st->in.fidelity, st->ready, st->done);
-    st->collectives++;
 }
 
 static void add_sync(struct dp_state *st, int device, int op)

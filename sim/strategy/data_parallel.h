@@ -116,7 +116,6 @@ struct dp_state {
     int **sync_done;          /* [devices]: the lane-side ops of each bucket */
     int *n_sync, *cap_sync;
     int *chips, *ready, *done;/* scratch [dp] */
-    int collectives;          /* bucket collectives appended */
     struct pipe_units *units; /* [stages]: ZeRO-3 units (dp_units), NULL otherwise */
     double *host_bytes;       /* [devices]: bytes a chip keeps in host memory (offload) */
     /* Fast-fidelity times already priced, by (device, op, bytes): ZeRO-3

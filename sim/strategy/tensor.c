@@ -187,7 +187,7 @@ static void block_compute(struct builder *b, int l, const struct layer_times *t,
         compute(b, all, true, -1);
         return;
     }
-    mp_time tail = part(t, pass, blk, KPART_OUT) + part(t, pass, blk, KPART_POST);
+    mp_time tail = mp_time_add(part(t, pass, blk, KPART_OUT), part(t, pass, blk, KPART_POST));
     bool bwd = pass != KPASS_F;
     compute(b, bwd ? tail : all - tail, true, -1);
     cp_core(b, l, bwd);
@@ -222,7 +222,7 @@ static void layer_times(const struct builder *b, int l, struct layer_times *t)
 static void ep_forward(struct builder *b, int l, const struct layer_times *t)
 {
     mp_time attn = layer_price_block(t->lp, KPASS_F, KBLOCK_MIXER);
-    mp_time router = part(t, KPASS_F, KBLOCK_MLP, KPART_PRE) + t->lp->router[KPASS_F];
+    mp_time router = mp_time_add(part(t, KPASS_F, KBLOCK_MLP, KPART_PRE), t->lp->router[KPASS_F]);
     mp_time rest = t->f - attn - router;
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
     block_compute(b, l, t, KPASS_F, KBLOCK_MIXER);
@@ -268,7 +268,7 @@ static void forward_block(struct builder *b, int l, const struct layer_times *t,
      * output projection (its transfers on the CP groups). */
     bool core = t->cp && blk == KBLOCK_MIXER;
     if (!sp) {
-        compute(b, pre + in + mid + (core ? 0 : out), true, -1);
+        compute(b, mp_time_add(mp_time_add(pre, in), mp_time_add(mid, core ? 0 : out)), true, -1);
         if (core) {
             cp_core(b, l, false);
             compute(b, out, true, -1);
@@ -290,7 +290,7 @@ static void forward_block(struct builder *b, int l, const struct layer_times *t,
         return;
     }
     comm(b, COLL_ALL_GATHER, t->tok_bytes, true);
-    compute(b, in + mid + (core ? 0 : out), true, -1);
+    compute(b, mp_time_add(in, mp_time_add(mid, core ? 0 : out)), true, -1);
     if (core) {
         cp_core(b, l, false);
         compute(b, out, true, -1);
@@ -332,10 +332,10 @@ static void backward_block(struct builder *b, int l, const struct layer_times *t
     mp_time w_out = part(t, KPASS_W, blk, KPART_OUT);
     mp_time w_in = layer_price_block(t->lp, KPASS_W, blk) - w_out;
     if (!sp) {
-        compute(b, post + out, true, -1);
+        compute(b, mp_time_add(post, out), true, -1);
         if (with_w) compute(b, w_out, false, -1);
         if (core) cp_core(b, l, true);
-        compute(b, mid + in, core, -1);
+        compute(b, mp_time_add(mid, in), core, -1);
         int ar = comm(b, COLL_ALL_REDUCE, t->tok_bytes, true);
         if (with_w) compute(b, overlap ? contend(b, ar, w_in) : w_in, !overlap, gl);
         compute(b, pre, true, -1);
@@ -362,7 +362,7 @@ static void megatron_backward(struct builder *b, int l, const struct layer_times
     int gl = split ? l : -1;
     enum coll_op dgrad_out = sp ? COLL_REDUCE_SCATTER : COLL_ALL_REDUCE;
     if (L->kind != LAYER_DECODER) {
-        compute(b, t->b + t->rc, true, -1);
+        compute(b, mp_time_add(t->b, t->rc), true, -1);
         if (L->kind == LAYER_LM_HEAD) comm(b, dgrad_out, t->tok_bytes, true);
         if (with_w) compute(b, t->w, !overlap, gl);
         return;
@@ -414,7 +414,7 @@ static void tsp_layer(struct builder *b, int l, int next, const struct layer_tim
         if (*gathered == l) b->pending = b->prefetch; /* gathered during the layer before */
         else comm(b, COLL_ALL_GATHER, t->w_bytes, true);
     }
-    mp_time main = fwd ? t->f : dgrad ? t->b + t->rc : 0;
+    mp_time main = fwd ? t->f : dgrad ? mp_time_add(t->b, t->rc) : 0;
     mp_time first = mp_time_scale(main, 0.5 * t->a);
     compute(b, first, true, -1);
     if (L->kind == LAYER_DECODER && (fwd || dgrad))
