@@ -730,7 +730,9 @@ static int setup(struct serve *s, struct mp_error *err)
     rc = c->inference.arrivals == ARRIVALS_TRACE ? serve_trace_requests(s, err)
                                                  : serve_poisson_requests(s, err);
     if (rc) return rc;
-    if (in->arrivals == ARRIVALS_TRACE) {
+    /* A trace's lengths, and a session's later turns (their prompts carry
+     * the history, up to the context), are known once drawn or read. */
+    if (in->arrivals == ARRIVALS_TRACE || in->turns > 1) {
         double prompt = 0, output = 0;
         for (int i = 0; i < s->n_req; i++) prompt += s->req[i].prompt, output += s->req[i].output;
         if ((rc = check_work(s, s->n_req, prompt / s->n_req, output / s->n_req, err))) return rc;
