@@ -655,9 +655,8 @@ static int check_walk(const struct serve *s, struct mp_error *err)
  * (the stage's pass and its hand-off) in the per-stage loop that runs
  * otherwise (hand-offs sharing a link, or the rerun after the fast loop met
  * a tie: serve_fast_will_run), and a pass record per stage when a timeline
- * is kept; the
- * requests themselves are held. Checked before the requests are drawn, or
- * once a trace is read. */
+ * is kept; the requests themselves are held. Checked before the requests
+ * are drawn, and again once a trace is read or sessions are drawn. */
 static int check_work(const struct serve *s, double n, double prompt, double output,
                       struct mp_error *err)
 {
