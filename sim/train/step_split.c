@@ -118,6 +118,7 @@ struct walk {
     uint8_t *same;
     int64_t ahead;      /* with `view`: the periods an op after the jump is ahead */
     int block;          /* chips per stage: tp × cp × dp (stage d holds d·block ...) */
+    int c0;             /* the walked stage's first chip, its lane (walk_device) */
     /* While walking the j-th repetition of the left-out periods
      * (walk_device, probe_note): whether an op the walk looked at lies past
      * what the repetitions after it can translate (`probe_fail`), and how
@@ -151,6 +152,7 @@ static void walk_init(struct walk *w, const struct sim *s)
      * sit between TP's and DP's in the chip order, context.h). */
     w->block = s->cfg.parallel.tp * s->cfg.parallel.cp * s->cfg.parallel.dp;
     w->fn = NULL;
+    w->c0 = 0;
     w->probing = w->probe_fail = false;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
@@ -163,19 +165,29 @@ static void walk_init(struct walk *w, const struct sim *s)
     if (w->view) {
         w->same = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->same);
         memcpy(w->same, w->after, (size_t)g->n_ops * sizeof *w->same);
-        w->pred_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *w->pred_off);
+        /* The graph's n_deps counts each op's in-edges: pred_off[v] starts
+         * as the end of v's list, and the edge pass below (last to first)
+         * walks each back to its start, so no count pass and no copy. */
+        w->pred_off = mp_xmalloc(((size_t)g->n_ops + 1) * sizeof *w->pred_off);
+        int32_t run = 0;
+        for (int i = 0; i < g->n_ops; i++) w->pred_off[i] = run += g->n_deps[i];
+        w->pred_off[g->n_ops] = run;
         w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
     }
     /* Dependencies, then the op before on the same stream; the later end
      * wins, the first seen on a tie (the graph's order: deterministic).
-     * The same two passes set `same` and count the predecessors (each
-     * edge's terms are its own: fused, they come out as they did apart). */
-    for (int k = 0; k < g->n_edges; k++) {
+     * The edges are read last to first, so that each op's predecessor list
+     * fills from its end (in edge order, above); a later end, or an equal
+     * one, takes `bind` over, which leaves the first edge of the latest
+     * end, as the first-to-last order with a later end only would. The
+     * same two passes set `same` (each edge's terms are its own: fused,
+     * they come out as they did apart). */
+    for (int k = g->n_edges - 1; k >= 0; k--) {
         int u = g->edge_from[k], v = g->edge_to[k];
-        if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
+        if (w->bind[v] < 0 || w->end[u] >= w->end[w->bind[v]]) w->bind[v] = u;
         if (w->view) {
             if (!w->after[u]) w->same[v] = 0;
-            w->pred_off[v + 1]++;
+            w->pred[--w->pred_off[v]] = u;
         }
     }
     for (int st = 0; st < g->n_chips * N_STREAMS; st++)
@@ -185,13 +197,6 @@ static void walk_init(struct walk *w, const struct sim *s)
             /* The first op after the jump follows a copy on its stream. */
             if (w->view && !w->after[u]) w->same[v] = 0;
         }
-    if (w->view) {
-        for (int i = 0; i < g->n_ops; i++) w->pred_off[i + 1] += w->pred_off[i];
-        int32_t *fill = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *fill);
-        memcpy(fill, w->pred_off, (size_t)g->n_ops * sizeof *fill);
-        for (int k = 0; k < g->n_edges; k++) w->pred[fill[g->edge_to[k]]++] = g->edge_from[k];
-        free(fill);
-    }
 }
 
 static void walk_release(struct walk *w)
@@ -246,15 +251,12 @@ static void probe_note(struct walk *w, fop f, mp_time a)
     if (short_by > w->probe_short) w->probe_short = short_by;
 }
 
-/* `bind` of an op of the full step. An op not ahead is one the run
- * simulated before its jump, with its predecessors: the graph's own (but
- * a probe looks at each; `a`: where the wait being walked began). */
-static fop bind_of(struct walk *w, fop f, mp_time a)
+/* bind_of's walk over the full step's predecessors (below). Out of line:
+ * most calls take bind_of's first answers, and with this inlined in it
+ * every call paid this path's register saves (~18 instructions a call of
+ * the 1T step's ~129 K). */
+static fop __attribute__((noinline)) bind_walk(struct walk *w, fop f, mp_time a)
 {
-    if (f.id < 0) return f;
-    if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
-    if (!w->probing && f.ahead == w->ahead && w->same[f.id])
-        return w->bind[f.id] < 0 ? (fop){ -1, 0 } : (fop){ w->bind[f.id], w->ahead };
     fop best = { -1, 0 };
     mp_time best_end = 0;
     for (int k = w->pred_off[f.id]; k < w->pred_off[f.id + 1]; k++) {
@@ -269,21 +271,33 @@ static fop bind_of(struct walk *w, fop f, mp_time a)
     return best;
 }
 
+/* `bind` of an op of the full step. An op not ahead is one the run
+ * simulated before its jump, with its predecessors: the graph's own (but
+ * a probe looks at each; `a`: where the wait being walked began). */
+static inline fop bind_of(struct walk *w, fop f, mp_time a)
+{
+    if (f.id < 0) return f;
+    if (f.ahead == 0 && !w->probing) return (fop){ w->bind[f.id], 0 };
+    if (!w->probing && f.ahead == w->ahead && w->same[f.id])
+        return w->bind[f.id] < 0 ? (fop){ -1, 0 } : (fop){ w->bind[f.id], w->ahead };
+    return bind_walk(w, f, a);
+}
+
 /* What an op means to stage `d` when the stage's compute stream waits on it. */
 enum verdict { V_STOP, V_THROUGH, V_PART, V_FOREIGN };
 
-static bool in_block(const struct walk *w, int d, int chip)
+/* Whether `chip` is one of the walked stage's (w->c0: stage d's first). */
+static bool in_block(const struct walk *w, int chip)
 {
-    int c0 = w->s->chip_of_device[d];
-    return chip >= c0 && chip < c0 + w->block;
+    return chip >= w->c0 && chip < w->c0 + w->block;
 }
 
-static enum verdict classify(const struct walk *w, int d, int id, enum split_part *part)
+static enum verdict classify(const struct walk *w, int id, enum split_part *part)
 {
     const struct op *o = &w->g->ops[id];
     bool zero = w->end[id] == w->start[id];
-    int lane = w->s->chip_of_device[d];
-    if (in_block(w, d, o->chip)) {
+    int lane = w->c0;
+    if (in_block(w, o->chip)) {
         if (o->stream == STREAM_COMPUTE) {
             if (zero) return V_THROUGH;
             if (o->chip == lane) return V_STOP;
@@ -296,7 +310,7 @@ static enum verdict classify(const struct walk *w, int d, int id, enum split_par
     }
     /* A hand-off from another stage to this one. */
     if (o->tag == TAG_SEND && o->comm == COMM_PP && w->g->succ_off[id] < w->g->succ_off[id + 1] &&
-        in_block(w, d, w->g->ops[w->g->succ[w->g->succ_off[id]]].chip)) {
+        in_block(w, w->g->ops[w->g->succ[w->g->succ_off[id]]].chip)) {
         *part = SPLIT_PP;
         return V_PART;
     }
@@ -330,7 +344,7 @@ static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp
             if (t <= a) return;
         }
         enum split_part part = SPLIT_OTHER;
-        switch (classify(w, d, y.id, &part)) {
+        switch (classify(w, y.id, &part)) {
         case V_FOREIGN:
             charge(w, x, d, SPLIT_BUBBLE, a, t);
             return;
@@ -362,6 +376,7 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
     const struct taskgraph *g = w->g;
     mp_time step = s->res.step_time;
     int lane = s->chip_of_device[d];
+    w->c0 = lane;
     memset(x, 0, sizeof *x);
     int cs = lane * N_STREAMS + STREAM_COMPUTE;
     mp_time prev_end = 0;
