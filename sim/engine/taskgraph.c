@@ -263,16 +263,22 @@ static void bucket(int n, int buckets, const int32_t *key, int32_t **off_out, in
 void tg_finalize(struct taskgraph *g)
 {
     assert(!g->finalized && !g->over);
-    /* Successors: bucket edges by their source, then map edge ids to targets. */
-    int32_t *edge_ids;
-    bucket(g->n_edges, g->n_ops, g->edge_from, &g->succ_off, &edge_ids, NULL);
+    /* Successors: edges bucketed by their source, in the order added (as
+     * bucket() would, but the targets written at once). succ_off[u] first
+     * counts u's edges, then (summed) is the end of u's list, and the fill
+     * from the last edge to the first walks it back to the list's start:
+     * no edge-id array, no copy of the offsets. Predecessors are counted
+     * in the same pass. */
+    g->succ_off = mp_xcalloc((size_t)g->n_ops + 1, sizeof *g->succ_off);
     g->succ = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *g->succ);
     g->n_deps = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *g->n_deps);
     for (int e = 0; e < g->n_edges; e++) {
-        g->succ[e] = g->edge_to[edge_ids[e]];
+        g->succ_off[g->edge_from[e]]++;
         g->n_deps[g->edge_to[e]]++;
     }
-    free(edge_ids);
+    for (int i = 0; i < g->n_ops; i++) g->succ_off[i + 1] += g->succ_off[i];
+    for (int e = g->n_edges - 1; e >= 0; e--)
+        g->succ[--g->succ_off[g->edge_from[e]]] = g->edge_to[e];
 
     int32_t *stream_key = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *stream_key);
     for (int i = 0; i < g->n_ops; i++)
