@@ -156,7 +156,6 @@ static void walk_init(struct walk *w, const struct sim *s)
     w->probing = w->probe_fail = false;
     w->ctx = NULL;
     w->bind = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *w->bind);
-    for (int i = 0; i < g->n_ops; i++) w->bind[i] = -1;
     w->view = engine_skipped_periods(&s->e) > 0;
     w->pred_off = w->pred = NULL;
     w->after = engine_after_jump(&s->e);
@@ -174,14 +173,27 @@ static void walk_init(struct walk *w, const struct sim *s)
         w->pred_off[g->n_ops] = run;
         w->pred = mp_xmalloc((size_t)(g->n_edges ? g->n_edges : 1) * sizeof *w->pred);
     }
-    /* Dependencies, then the op before on the same stream; the later end
-     * wins, the first seen on a tie (the graph's order: deterministic).
-     * The edges are read last to first, so that each op's predecessor list
-     * fills from its end (in edge order, above); a later end, or an equal
-     * one, takes `bind` over, which leaves the first edge of the latest
-     * end, as the first-to-last order with a later end only would. The
-     * same two passes set `same` (each edge's terms are its own: fused,
-     * they come out as they did apart). */
+    /* The latest-ending of an op's dependencies and the op before it on
+     * its stream; on a tie the first dependency in the graph's edge order,
+     * and the stream's op only when it ends strictly later than every
+     * dependency (deterministic). Read as a running maximum: `bind` starts
+     * as the stream's op (-1 for a stream's first: every op is on one
+     * stream, so this pass sets every op's), then the edges, last to
+     * first, take it over with a later end or an equal one, which leaves
+     * the first edge of the latest end unless the stream's op ends later.
+     * Last to first also fills each op's predecessor list from its end (in
+     * edge order, above). The same two passes set `same` (each edge's
+     * terms are its own: fused, they come out as they did apart). */
+    for (int st = 0; st < g->n_chips * N_STREAMS; st++) {
+        int i0 = g->stream_off[st], i1 = g->stream_off[st + 1];
+        if (i0 < i1) w->bind[g->stream_ops[i0]] = -1;
+        for (int i = i0 + 1; i < i1; i++) {
+            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
+            w->bind[v] = u;
+            /* The first op after the jump follows a copy on its stream. */
+            if (w->view && !w->after[u]) w->same[v] = 0;
+        }
+    }
     for (int k = g->n_edges - 1; k >= 0; k--) {
         int u = g->edge_from[k], v = g->edge_to[k];
         if (w->bind[v] < 0 || w->end[u] >= w->end[w->bind[v]]) w->bind[v] = u;
@@ -190,13 +202,6 @@ static void walk_init(struct walk *w, const struct sim *s)
             w->pred[--w->pred_off[v]] = u;
         }
     }
-    for (int st = 0; st < g->n_chips * N_STREAMS; st++)
-        for (int i = g->stream_off[st] + 1; i < g->stream_off[st + 1]; i++) {
-            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
-            if (w->bind[v] < 0 || w->end[u] > w->end[w->bind[v]]) w->bind[v] = u;
-            /* The first op after the jump follows a copy on its stream. */
-            if (w->view && !w->after[u]) w->same[v] = 0;
-        }
 }
 
 static void walk_release(struct walk *w)
@@ -365,7 +370,9 @@ static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp
             break;
         }
         }
-        y = bind_of(w, y, a);
+        /* Once the wait is all charged, the op that released y matters
+         * only to a probe (probe_note, through bind_of). */
+        if (t > a || w->probing) y = bind_of(w, y, a);
     }
 }
 
@@ -387,6 +394,16 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
      * (probe_note, from j = 2), then count the j-th for the (j+1)-th ..
      * (R − 1)-th and walk the last. */
     R = w->view && !w->fn ? engine_stream_period(w->e, cs, &at, &len) : 0;
+    /* Positions before the jump are the graph's own ops (engine.h), read
+     * here without engine_full_op's call (one per compute op walked). */
+    int64_t jump = n;
+    if (w->view) {
+        int64_t jat;
+        int jlen;
+        engine_stream_period(w->e, cs, &jat, &jlen);
+        jump = jat;
+    }
+    const int32_t *own = g->stream_ops + g->stream_off[cs];
     int64_t j = 2;
     struct step_split before;
     memset(&before, 0, sizeof before);
@@ -416,7 +433,7 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
                 }
             }
         }
-        fop f = engine_full_op(w->e, cs, i);
+        fop f = i < jump ? (fop){ own[i], 0 } : engine_full_op(w->e, cs, i);
         const struct op *o = &g->ops[f.id];
         mp_time a = f_start(w, f), b = f_end(w, f);
         if (b <= a) continue;
