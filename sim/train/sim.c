@@ -775,10 +775,18 @@ static int check_horizon(const struct sim *s, struct mp_error *err)
     bool over = false;
     for (int i = 0; i < s->g.n_ops; i++) {
         mp_time d = s->g.ops[i].duration;
-        if (longest < 0 || d > longest_d) longest = i, longest_d = d;
-        if (d < 0 || mp_time_saturated(d) || __builtin_add_overflow(sum, d, &sum)) over = true;
+        /* d < 0 or saturated (mp_time_saturated) in one unsigned compare. */
+        if ((uint64_t)d >= (uint64_t)MP_TIME_HUGE || __builtin_add_overflow(sum, d, &sum)) {
+            over = true;
+            break;
+        }
     }
     if (!over) return MP_OK;
+    /* Only an error names the longest op: found then, not on every run. */
+    for (int i = 0; i < s->g.n_ops; i++) {
+        mp_time d = s->g.ops[i].duration;
+        if (longest < 0 || d > longest_d) longest = i, longest_d = d;
+    }
     const struct op *o = &s->g.ops[longest];
     char t[64], inputs[768];
     units_format_duration(o->duration, t, sizeof t);
