@@ -168,12 +168,15 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     int ic = e->next[sc], im = e->next[sm], cur = a, n = 0;
     int comp[CHAIN_MAX], coll[CHAIN_MAX + 1]; /* coll[j] then comp[j], j = 0 .. n − 1, then coll[n] */
     coll[0] = a;
+    /* Only the reference stream's ops are watched, and none after the
+     * jump: asked once for the chain's compute stream. */
+    bool watching = skip_watching(e, sc);
     while (n < CHAIN_MAX && succ_count(g, cur) == 1 && ic + n < g->stream_off[sc + 1] &&
            im + n < g->stream_off[sm + 1]) {
         int c = g->succ[g->succ_off[cur]];
         const struct op *oc = &g->ops[c];
         if (c != g->stream_ops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) ||
-            g->n_deps[c] != 1 || succ_count(g, c) != 1 || skip_watched(e, c))
+            g->n_deps[c] != 1 || succ_count(g, c) != 1 || (watching && skip_watched(e, c)))
             break;
         int a2 = g->succ[g->succ_off[c]];
         const struct op *o2 = &g->ops[a2];
@@ -195,20 +198,26 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     }
     if (n == 0) return -1;
     mp_time t = e->now;
+    /* In locals: a store through e->start or e->end could be e->shift, as
+     * far as the compiler knows, which it would then load four times a
+     * link. */
+    mp_time shift = e->shift, *start = e->start, *end = e->end;
+    int32_t *pending = e->pending, *released_by = e->released_by;
+    uint8_t *fused = e->fused;
     for (int j = 0; j < n; j++) {
         /* coll[j] ends, comp[j] runs, coll[j + 1] starts: without an event. */
         int x = coll[j], c = comp[j], y = coll[j + 1];
         mp_time te = t + g->ops[x].duration, tc = te + g->ops[c].duration;
-        e->end[x] = te + e->shift;
-        e->start[c] = te + e->shift;
-        e->end[c] = tc + e->shift;
-        e->start[y] = tc + e->shift;
-        e->pending[c] = e->pending[y] = 0;
-        if (e->released_by) {
-            e->released_by[c] = x;
-            e->released_by[y] = c;
+        end[x] = te + shift;
+        start[c] = te + shift;
+        end[c] = tc + shift;
+        start[y] = tc + shift;
+        pending[c] = pending[y] = 0;
+        if (released_by) {
+            released_by[c] = x;
+            released_by[y] = c;
         }
-        e->fused[x] = e->fused[c] = 1;
+        fused[x] = fused[c] = 1;
         t = tc;
     }
     e->done += 2 * n;
@@ -221,13 +230,13 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     return coll[n];
 }
 
-/* Start the op heading stream `s` if everything it needs is free. */
-static void try_start(struct engine *e, int s)
+/* Start op `id`, heading stream `s` and ready, if its links are free
+ * (try_start's body). Out of line: more than half of the 1T step's ~86 K
+ * try_start calls find the stream busy or its op not ready, and with this
+ * inlined there each paid its register saves. */
+static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
 {
     const struct taskgraph *g = e->g;
-    if (e->busy[s] || e->next[s] >= g->stream_off[s + 1]) return;
-    int id = g->stream_ops[e->next[s]];
-    if (e->pending[id] > 0 || e->waiting[id]) return;
     const struct op *o = &g->ops[id];
     int t = 0;
     if (o->kind == OP_RING) {
@@ -257,7 +266,9 @@ static void try_start(struct engine *e, int s)
     }
     uint32_t h;
     mp_time t_last;
-    int last = e->fused ? fuse_chain(e, id, &t_last) : -1;
+    /* Only a collective can head a chain (fuse_chain's first test, here
+     * to spare the other ops the call). */
+    int last = e->fused && o->kind == OP_COLLECTIVE ? fuse_chain(e, id, &t_last) : -1;
     if (last >= 0) {
         h = eventq_schedule(&e->q, t_last + g->ops[last].duration, 0,
                             (int64_t)last * 4 + (EV_RELEASE | EV_END));
@@ -271,6 +282,16 @@ static void try_start(struct engine *e, int s)
         h = eventq_schedule(&e->q, e->now + o->duration, 0, (int64_t)id * 4 + (EV_RELEASE | EV_END));
         if (e->skip) skip_note_event(e, id, h, EV_RELEASE | EV_END);
     }
+}
+
+/* Start the op heading stream `s` if everything it needs is free. */
+static inline void try_start(struct engine *e, int s)
+{
+    const struct taskgraph *g = e->g;
+    if (e->busy[s] || e->next[s] >= g->stream_off[s + 1]) return;
+    int id = g->stream_ops[e->next[s]];
+    if (e->pending[id] > 0 || e->waiting[id]) return;
+    start_op(e, s, id);
 }
 
 static int stream_of(const struct op *o) { return o->chip * N_STREAMS + o->stream; }

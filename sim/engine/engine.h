@@ -188,6 +188,8 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
 /* Internal to the engine (engine.c calls them; skip.c defines them). */
 void skip_init(struct engine *e);
 bool skip_watched(const struct engine *e, int id);
+/* False when skip_watched is false for every op of stream `s` (now). */
+bool skip_watching(const struct engine *e, int s);
 void skip_release(struct engine *e);
 void skip_note_event(struct engine *e, int id, uint32_t handle, int what);
 void skip_after_event(struct engine *e, int id, int what);

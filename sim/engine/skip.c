@@ -439,6 +439,12 @@ mp_time engine_period(const struct engine *e)
     return e->skip && e->skip->jumped ? e->skip->delta : 0;
 }
 
+bool skip_watching(const struct engine *e, int s)
+{
+    const struct engine_skip *k = e->skip;
+    return k && !k->failed && !k->jumped && s == k->p->ref && k->p->len[s] > 0;
+}
+
 bool skip_watched(const struct engine *e, int id)
 {
     const struct engine_skip *k = e->skip;
