@@ -376,8 +376,11 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     k->at = mp_xmalloc((size_t)k->n_streams * sizeof *k->at);
     for (int s = 0; s < k->n_streams; s++) k->at[s] = next_pos(e, s);
     k->after = mp_xcalloc((size_t)(g->n_ops ? g->n_ops : 1), sizeof *k->after);
+    /* In locals: a byte store could be any field the loop reads. */
+    uint8_t *after = k->after;
+    const int32_t *stream_ops = g->stream_ops, *stream_off = g->stream_off, *next = e->next;
     for (int s = 0; s < k->n_streams; s++)
-        for (int i = e->next[s]; i < g->stream_off[s + 1]; i++) k->after[g->stream_ops[i]] = 1;
+        for (int i = next[s]; i < stream_off[s + 1]; i++) after[stream_ops[i]] = 1;
     /* Ops in flight across the jump end, in the full step, where they would
      * have without it; their pending events stand for their copies in the
      * last inserted period. */

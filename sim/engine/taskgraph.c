@@ -215,16 +215,19 @@ void tg_dep_many(struct taskgraph *g, const int32_t *pair, int n, int base)
         g->edge_from = mp_xrealloc(g->edge_from, (size_t)cap * sizeof *g->edge_from);
         g->edge_to = mp_xrealloc(g->edge_to, (size_t)cap * sizeof *g->edge_to);
     }
+    /* In locals: a store to an int32 could be g->n_edges, as far as the
+     * compiler knows, which it would load again for every edge. */
+    int32_t *from = g->edge_from + g->n_edges, *to = g->edge_to + g->n_edges;
     for (int k = 0; k < n; k++) {
         int before = base + pair[2 * k], after = base + pair[2 * k + 1];
 #if COPIES_CHECKED
         assert(before >= 0 && before < g->n_ops && after >= 0 && after < g->n_ops);
         assert(before != after);
 #endif
-        g->edge_from[g->n_edges] = before;
-        g->edge_to[g->n_edges] = after;
-        g->n_edges++;
+        from[k] = before;
+        to[k] = after;
     }
+    g->n_edges += n;
 }
 
 void tg_static_alloc(struct taskgraph *g, int chip, enum mem_cat cat, double bytes)

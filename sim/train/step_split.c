@@ -184,22 +184,32 @@ static void walk_init(struct walk *w, const struct sim *s)
      * Last to first also fills each op's predecessor list from its end (in
      * edge order, above). The same two passes set `same` (each edge's
      * terms are its own: fused, they come out as they did apart). */
-    for (int st = 0; st < g->n_chips * N_STREAMS; st++) {
-        int i0 = g->stream_off[st], i1 = g->stream_off[st + 1];
-        if (i0 < i1) w->bind[g->stream_ops[i0]] = -1;
+    /* In locals: `same` is bytes, and a store through a byte pointer could
+     * be any of *w's fields, which the compiler would then load again. */
+    int32_t *bind = w->bind, *pred = w->pred, *pred_off = w->pred_off;
+    const mp_time *end = w->end;
+    const uint8_t *after = w->after;
+    uint8_t *same = w->same;
+    bool view = w->view;
+    const int32_t *stream_ops = g->stream_ops, *stream_off = g->stream_off;
+    const int32_t *edge_from = g->edge_from, *edge_to = g->edge_to;
+    int n_streams = g->n_chips * N_STREAMS;
+    for (int st = 0; st < n_streams; st++) {
+        int i0 = stream_off[st], i1 = stream_off[st + 1];
+        if (i0 < i1) bind[stream_ops[i0]] = -1;
         for (int i = i0 + 1; i < i1; i++) {
-            int u = g->stream_ops[i - 1], v = g->stream_ops[i];
-            w->bind[v] = u;
+            int u = stream_ops[i - 1], v = stream_ops[i];
+            bind[v] = u;
             /* The first op after the jump follows a copy on its stream. */
-            if (w->view && !w->after[u]) w->same[v] = 0;
+            if (view && !after[u]) same[v] = 0;
         }
     }
     for (int k = g->n_edges - 1; k >= 0; k--) {
-        int u = g->edge_from[k], v = g->edge_to[k];
-        if (w->bind[v] < 0 || w->end[u] >= w->end[w->bind[v]]) w->bind[v] = u;
-        if (w->view) {
-            if (!w->after[u]) w->same[v] = 0;
-            w->pred[--w->pred_off[v]] = u;
+        int u = edge_from[k], v = edge_to[k];
+        if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
+        if (view) {
+            if (!after[u]) same[v] = 0;
+            pred[--pred_off[v]] = u;
         }
     }
 }
@@ -297,7 +307,7 @@ static bool in_block(const struct walk *w, int chip)
     return chip >= w->c0 && chip < w->c0 + w->block;
 }
 
-static enum verdict classify(const struct walk *w, int id, enum split_part *part)
+static inline enum verdict classify(const struct walk *w, int id, enum split_part *part)
 {
     const struct op *o = &w->g->ops[id];
     bool zero = w->end[id] == w->start[id];
@@ -333,8 +343,11 @@ static void charge(struct walk *w, struct step_split *x, int d, enum split_part 
 /* Charge the idle interval [a, t): `y` is the op whose end released the
  * wait (at or before t); [end(y), t) is charged to `pending`, the part of
  * the op y released (which queued for a link that long), or bubble. */
-static void walk_back(struct walk *w, struct step_split *x, int d, mp_time a, mp_time t, fop y,
-                      enum split_part pending)
+/* Inline in walk_device: one call per idle gap (~65 K in the 1T step),
+ * whose saves and eight arguments cost a fifth of the walk itself. */
+static inline __attribute__((always_inline)) void walk_back(struct walk *w, struct step_split *x,
+                                                            int d, mp_time a, mp_time t, fop y,
+                                                            enum split_part pending)
 {
     while (t > a) {
         if (y.id < 0) {
