@@ -567,13 +567,17 @@ struct pass_memo {
 
 /* The passes that can be copied: nothing outside the pass's own ops is
  * touched while it is appended, and nothing in it depends on the
- * microbatch but the ops' `mb`. */
+ * microbatch but the ops' `mb`. `m`: the pass's memo entry, whose `ok`
+ * says its segments passed the scan below (memo_record only runs after
+ * it), so a copy skips the scan (~46 segments a pass, 9,216 passes in the
+ * 1T step). */
 static bool memo_able(const struct pipeline_plan *pl, const struct pipe_op *p, bool last,
-                      int n_deps)
+                      int n_deps, const struct pass_memo *m)
 {
     if (!pl->tensor || p->kind == PIPE_FB || n_deps > 0 || pl->experts || pl->ep_show_ranks ||
         pl->tensor->fidelity != FIDELITY_FAST || (pl->units && pl->units[p->stage].n > 0))
         return false;
+    if (m->ok) return true;
     const struct tp_pass *tpp = tensor_pass(pl->tensor, p->stage, tp_kind(p->kind, last));
     if (tpp->n == 0) return false;
     const struct tp_seg *seg = pl->tensor->seg + tpp->off;
@@ -653,11 +657,11 @@ static void emit_pass_memo(struct taskgraph *g, const struct pipeline_plan *pl,
                            int n_deps, int *ready, int *done, struct unit_carry *carry,
                            struct emitted *em)
 {
-    if (pl->every_pass || !memo_able(pl, p, last, n_deps)) {
+    struct pass_memo *m = &memo[((size_t)p->stage * 5 + p->kind) * 2 + last];
+    if (pl->every_pass || !memo_able(pl, p, last, n_deps, m)) {
         emit_pass(g, pl, device, chip, p, k, last, deps, n_deps, ready, done, carry, em);
         return;
     }
-    struct pass_memo *m = &memo[((size_t)p->stage * 5 + p->kind) * 2 + last];
     if (m->ok && m->chip == chip && !g->over) {
         memo_replay(m, g, p, em);
         return;
@@ -669,8 +673,21 @@ static void emit_pass_memo(struct taskgraph *g, const struct pipeline_plan *pl,
 
 /* Hand (mb, s)'s output to the stage next along `dir` (0 forward, 1 back) when
  * that stage lives on another device: a transfer on the sender's comm stream. */
+/* The last hand-off of (stage, direction): its route and times. Every
+ * microbatch sends the same bytes between the same chips (unless a path
+ * differs, DualPipe), so the route and its two times are found once per
+ * (stage, direction, chips), not per microbatch (9,216 sends in the 1T
+ * step); routes longer than SEND_MEMO_LINKS are found each time. */
+#define SEND_MEMO_LINKS 64
+struct send_memo {
+    bool ok;
+    int src, dst, n;
+    mp_time duration, latency;
+    int links[SEND_MEMO_LINKS];
+};
+
 static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct op_index *ix,
-                     int producer, int mb, int s, int dir)
+                     struct send_memo *memo, int producer, int mb, int s, int dir)
 {
     const struct pipe_program *prog = pl->prog;
     int to = dir == 0 ? s + 1 : s - 1;
@@ -678,14 +695,31 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     int from_dev = pipe_device(prog, mb, s), to_dev = pipe_device(prog, mb, to);
     if (from_dev == to_dev) return;
     int src = pl->chip_of_device[from_dev], dst = pl->chip_of_device[to_dev];
-    int stack[64], *links;
-    int n = system_route_buf(pl->sys, src, dst, stack, 64, &links);
+    struct send_memo *sm = &memo[(size_t)s * 2 + dir];
+    int stack[SEND_MEMO_LINKS], *links;
+    int n;
+    mp_time duration, latency;
     double bytes = pl->stage[s].send_bytes;
-    struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND,
-                        mp_time_add(system_route_time(pl->sys, links, n, bytes), pl->hop));
-    /* The route's latency and the hand-off delay are propagation: the link
-     * and stream are free once the bytes have left (DESIGN.md §2). */
-    o.latency = mp_time_add(system_route_time(pl->sys, links, n, 0), pl->hop);
+    if (sm->ok && sm->src == src && sm->dst == dst) {
+        links = sm->links;
+        n = sm->n;
+        duration = sm->duration;
+        latency = sm->latency;
+    } else {
+        n = system_route_buf(pl->sys, src, dst, stack, SEND_MEMO_LINKS, &links);
+        duration = mp_time_add(system_route_time(pl->sys, links, n, bytes), pl->hop);
+        /* The route's latency and the hand-off delay are propagation: the
+         * link and stream are free once the bytes have left (DESIGN.md §2). */
+        latency = mp_time_add(system_route_time(pl->sys, links, n, 0), pl->hop);
+        sm->ok = links == stack;
+        if (sm->ok) {
+            *sm = (struct send_memo){ .ok = true, .src = src, .dst = dst, .n = n,
+                                      .duration = duration, .latency = latency };
+            memcpy(sm->links, stack, (size_t)n * sizeof *stack);
+        }
+    }
+    struct op o = tg_op(OP_TRANSFER, src, STREAM_COMM, TAG_SEND, duration);
+    o.latency = latency;
     o.bytes = bytes;
     o.comm = COMM_PP;
     o.mb = mb;
@@ -693,7 +727,7 @@ static void add_send(struct taskgraph *g, const struct pipeline_plan *pl, struct
     o.layer_first = pl->stage[s].layer_first;
     o.layer_last = pl->stage[s].layer_last;
     int id = tg_add_transfer(g, &o, links, n);
-    if (links != stack) free(links);
+    if (links != stack && links != sm->links) free(links);
     tg_dep(g, producer, id);
     *at_send(ix, mb, s, dir) = id;
 }
@@ -762,6 +796,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
 
     /* Passes copied from the first of their kind: [stage][kind][last]. */
     struct pass_memo *memo = mp_xcalloc((size_t)S * 5 * 2, sizeof *memo);
+    struct send_memo *sends = mp_xcalloc((size_t)S * 2, sizeof *sends);
     /* Pass 1: every compute op in each device's order, each followed by the
      * transfers of what it produced, so a chip's comm stream sends in the
      * order its results appear. */
@@ -802,7 +837,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
             case PIPE_F:
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
                 *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
-                add_send(g, pl, &ix, id, p->mb, p->stage, 0);
+                add_send(g, pl, &ix, sends, id, p->mb, p->stage, 0);
                 if (pl->act_offload && stash > 0)
                     ix.stash[(size_t)p->stage * M + p->mb] =
                         offload_copy(g, pl->act_offload, chip, true, stash, em.last_compute,
@@ -811,7 +846,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
             case PIPE_B:
                 *at_pass(&ix, p->mb, p->stage, PASS_B) = id;
                 *at_first(&ix, p->mb, p->stage, PASS_B) = em.first;
-                add_send(g, pl, &ix, id, p->mb, p->stage, 1);
+                add_send(g, pl, &ix, sends, id, p->mb, p->stage, 1);
                 break;
             case PIPE_W:
                 *at_pass(&ix, p->mb, p->stage, PASS_W) = id;
@@ -822,7 +857,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 *at_pass(&ix, p->mb, p->stage, PASS_W) = id;
                 *at_first(&ix, p->mb, p->stage, PASS_B) = em.first;
                 *at_first(&ix, p->mb, p->stage, PASS_W) = em.first;
-                add_send(g, pl, &ix, id, p->mb, p->stage, 1);
+                add_send(g, pl, &ix, sends, id, p->mb, p->stage, 1);
                 break;
             case PIPE_FB:
                 *at_pass(&ix, p->mb, p->stage, PASS_F) = id;
@@ -831,8 +866,8 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
                 *at_first(&ix, p->mb, p->stage, PASS_F) = em.first;
                 *at_first(&ix, p->mb2, p->stage2, PASS_B) = em.first;
                 *at_first(&ix, p->mb2, p->stage2, PASS_W) = em.first;
-                add_send(g, pl, &ix, id, p->mb, p->stage, 0);
-                add_send(g, pl, &ix, id, p->mb2, p->stage2, 1);
+                add_send(g, pl, &ix, sends, id, p->mb, p->stage, 0);
+                add_send(g, pl, &ix, sends, id, p->mb2, p->stage2, 1);
                 break;
             }
             /* A last backward with no per-layer cut: the whole stage's
@@ -870,6 +905,7 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
         free(memo[i].edge);
     }
     free(memo);
+    free(sends);
 
     /* Pass 2: dependencies along each microbatch's path, from the op that
      * produced an input to the first op of the pass that takes it. */
