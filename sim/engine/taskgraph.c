@@ -284,8 +284,10 @@ void tg_finalize(struct taskgraph *g)
         g->succ[--g->succ_off[g->edge_from[e]]] = g->edge_to[e];
 
     int32_t *stream_key = mp_xmalloc((size_t)(g->n_ops ? g->n_ops : 1) * sizeof *stream_key);
-    for (int i = 0; i < g->n_ops; i++)
-        stream_key[i] = g->ops[i].chip * N_STREAMS + g->ops[i].stream;
+    /* In locals: an int32 store could be g->n_ops for the compiler. */
+    const struct op *ops = g->ops;
+    for (int i = 0, n = g->n_ops; i < n; i++)
+        stream_key[i] = ops[i].chip * N_STREAMS + ops[i].stream;
     bucket(g->n_ops, g->n_chips * N_STREAMS, stream_key, &g->stream_off, &g->stream_ops,
            &g->stream_pos);
     free(stream_key);
