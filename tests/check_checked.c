@@ -265,13 +265,15 @@ START_TEST(budget_refuses_before_building)
     /* With skipping, the step is weighed by the shorter program it runs (a
      * few periods of the steady state: 168 events estimated, against 5600),
      * and the schedule program it is read from, built whole: 400 × 4 × 3
-     * passes at a quarter event each (budget.h) = 1200, with the textbook
-     * system's 1024 chips 2224. A budget of 2500 holds both; 2000 does not. */
+     * passes at a quarter event each (budget.h) = 1200, and the per-stage
+     * pass programs, whole too: one microbatch's F and B on 4 stages, 8 —
+     * 1208, with the textbook system's 1024 chips 2232. A budget of 2500
+     * holds both; 2000 does not. */
     o.force = false;
     o.budget_events = 2000;
     ck_assert_int_eq(run("[model]\nkind = synthetic\n[parallel]\npp = 4\n[training]\n"
                          "global_batch = 400\n", NULL, &o, &err, &s), MP_ERR_INPUT);
-    ck_assert_msg(strstr(err.msg, "1200 events and 1024 chips"), "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "1208 events and 1024 chips"), "%s", err.msg);
     sim_release(&s);
     o.budget_events = 2500;
     const char *skip = "[model]\nkind = synthetic\n[parallel]\npp = 4\n[training]\nglobal_batch = 400\n";

@@ -43,8 +43,10 @@ static double coll_events(const struct config *cfg, const struct system *sys, in
     return 2.0 * n * (n - 1);
 }
 
-double sim_events_estimate(const struct config *cfg, const struct model *m,
-                           const struct system *sys)
+/* Both estimates: the step's events, and the pieces its per-stage pass
+ * programs hold (one microbatch's, on every stage and chunk). */
+static void estimate(const struct config *cfg, const struct model *m, const struct system *sys,
+                     double *events, double *pieces)
 {
     int pp = cfg->parallel.pp, tp = cfg->parallel.tp, dp = cfg->parallel.dp;
     struct pipe_shape shape = { .devices = pp, .chunks = cfg->parallel.vpp,
@@ -93,5 +95,22 @@ double sim_events_estimate(const struct config *cfg, const struct model *m,
     }
     if (m && cfg->training.zero >= 3 && dp > 1)
         per_stage_mb += 2 * coll_events(cfg, sys, dp) + 4; /* gathers and their buffers */
-    return stage_mbs * per_stage_mb + sends;
+    *events = stage_mbs * per_stage_mb + sends;
+    *pieces = stages * per_stage_mb;
+}
+
+double sim_events_estimate(const struct config *cfg, const struct model *m,
+                           const struct system *sys)
+{
+    double events, pieces;
+    estimate(cfg, m, sys, &events, &pieces);
+    return events;
+}
+
+double sim_plan_pieces_estimate(const struct config *cfg, const struct model *m,
+                                const struct system *sys)
+{
+    double events, pieces;
+    estimate(cfg, m, sys, &events, &pieces);
+    return pieces;
 }

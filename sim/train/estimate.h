@@ -16,4 +16,11 @@
 double sim_events_estimate(const struct config *cfg, const struct model *m,
                            const struct system *sys);
 
+/* The pieces (segments) of the per-stage pass programs (tensor.h) the step
+ * builds whole, however many periods steady-state skipping then leaves out:
+ * one microbatch's ops on every stage, by the same count. A context-parallel
+ * degree of 65,536 makes millions of them (the value fuzzer). */
+double sim_plan_pieces_estimate(const struct config *cfg, const struct model *m,
+                                const struct system *sys);
+
 #endif

@@ -1149,7 +1149,10 @@ static int prepare(struct sim *s, const struct config *cfg, const struct sim_opt
          * budget.h measures them. */
         double passes = (double)(microbatches ? microbatches : config_microbatches(cfg)) * pp *
                         cfg->parallel.vpp * 3;
-        if ((rc = check_work(s, opts, passes * WORK_EVENTS_PER_PASS, s->sys.n_chips, err)))
+        /* And the per-stage pass programs, also built whole: a piece
+         * weighed as an event (a segment is a quarter of one: rounded up). */
+        double pieces = sim_plan_pieces_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys);
+        if ((rc = check_work(s, opts, passes * WORK_EVENTS_PER_PASS + pieces, s->sys.n_chips, err)))
             return rc;
     } else if ((rc = check_work(s, opts,
                                 sim_events_estimate(cfg, s->has_model ? &s->model : NULL, &s->sys),
