@@ -92,6 +92,11 @@ struct serve_replica {
     int n_idle;                  /* slots idle at stage 0 (wake stops at none) */
     int routed, completed;
     uint64_t preemptions;
+    /* Paged KV: Σ over its slots' pools of `used` and `states`, kept as
+     * they change (serve_kv.c) so that serve_kv_account is O(stages), not
+     * O(slots): a wake that formed each of 80 idle slots summed all 80 for
+     * each (the value fuzzer: 6.3 s under ASan for 25,701 events). */
+    int64_t kv_used, kv_states;
 };
 
 /* A slot's KV block pool (paged) and its prefix cache entries (serve_kv.c). */

@@ -135,6 +135,20 @@ int serve_prefix_end(const struct serve *s, int node)
     return node >= 0 ? s->tree->end[node] : 0;
 }
 
+/* A slot's pool's blocks or states change by `d`, and with them its
+ * replica's sums (serve_replica.kv_used, kv_states). */
+static void kv_used_add(struct serve *s, struct serve_kvpool *kp, int64_t d)
+{
+    kp->used += d;
+    s->rep[s->slot_rep[kp - s->kvp]].kv_used += d;
+}
+
+static void kv_states_add(struct serve *s, struct serve_kvpool *kp, int d)
+{
+    kp->states += d;
+    s->rep[s->slot_rep[kp - s->kvp]].kv_states += d;
+}
+
 static int node_blocks(const struct serve *s, int node)
 {
     int B = s->cfg.inference.block_size;
@@ -293,7 +307,7 @@ static int evict_one(struct serve *s, struct serve_kvpool *kp)
     struct serve_pc_entry *e = ent_find(kp, node);
     lru_remove(kp, e);
     int nb = node_blocks(s, node);
-    kp->used -= nb;
+    kv_used_add(s, kp, -nb);
     kp->cached -= nb;
     ent_del(kp, node);
     int parent = s->tree->parent[node];
@@ -338,9 +352,9 @@ bool serve_kv_grow(struct serve *s, int k, struct serve_request *r, int tokens)
     if (need == 0 && (states == 0 || !pool_of_slot(s, k)->has_state)) return true;
     while (!room(s, k, need, states))
         if (evict_one(s, kp) == 0) return false;
-    kp->used += need;
+    kv_used_add(s, kp, need);
     r->blocks += (int)need;
-    if (states && pool_of_slot(s, k)->has_state) kp->states++;
+    if (states && pool_of_slot(s, k)->has_state) kv_states_add(s, kp, 1);
     if (kp->used > kp->peak) kp->peak = kp->used;
     return true;
 }
@@ -352,7 +366,7 @@ void serve_kv_trim(struct serve *s, int k, struct serve_request *r)
     int64_t want = ((int64_t)r->kv + 1 + B - 1) / B - r->shared;
     if (want < 0) want = 0;
     if (r->blocks > want) {
-        s->kvp[k].used -= r->blocks - want;
+        kv_used_add(s, &s->kvp[k], -(r->blocks - want));
         r->blocks = (int)want;
     }
 }
@@ -412,10 +426,10 @@ void serve_kv_free(struct serve *s, int k, struct serve_request *r, bool done)
         }
     }
     unref_chain(s, kp, r, refs);
-    kp->used -= r->blocks;
+    kv_used_add(s, kp, -r->blocks);
     r->blocks = 0;
     r->shared = 0;
-    if (P->has_state && r->slot >= 0) kp->states--;
+    if (P->has_state && r->slot >= 0) kv_states_add(s, kp, -1);
 }
 
 int serve_prefix_lookup(struct serve *s, int k, struct serve_request *r, bool take)
@@ -461,7 +475,7 @@ void serve_prefix_commit(struct serve *s, int k, struct serve_request *r)
         if (nb > r->blocks) break;
         if (e) {
             /* Cached meanwhile by another request: its own copies go. */
-            kp->used -= nb;
+            kv_used_add(s, kp, -nb);
         } else {
             ent_room(kp);
             e = ent_add(kp, node);
@@ -570,11 +584,9 @@ void serve_kv_account(struct serve *s, int rep)
 {
     const struct serve_replica *R = &s->rep[rep];
     const struct serve_pool *P = &s->pool[R->pool];
-    double used = 0, states = 0;
-    for (int k = R->slot0; k < R->slot0 + P->slots; k++) {
-        used += (double)s->kvp[k].used;
-        states += s->kvp[k].states;
-    }
+    /* The sums over its slots (kv_used_add): exact integers, so the same
+     * doubles as summing the slots here. */
+    double used = (double)R->kv_used, states = (double)R->kv_states;
     for (int st = 0; st < P->stages; st++) {
         int g = R->stage0 + st;
         /* Per chip: a rank's share of the replica's blocks and states. */
