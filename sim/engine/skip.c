@@ -632,6 +632,9 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
         out->mem_log = mp_xmalloc((size_t)(n ? n : 1) * sizeof *out->mem_log);
         out->n_mem_log = out->cap_mem_log = (int)n;
         struct mem_event *w = out->mem_log;
+        /* No memory events at all (nothing allocated): the log is NULL,
+         * which memcpy may not be passed even for no bytes. */
+        if (n == 0) return MP_OK;
         memcpy(w, e->mem_log, (size_t)b * sizeof *w);
         w += b;
         for (int64_t k = 1; k <= (K ? K / e->skip->r : 0); k++)

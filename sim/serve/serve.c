@@ -315,7 +315,8 @@ void serve_wake_scan(struct serve *s, int rep, mp_time now)
      * are those of the full scan. */
     struct serve_replica *R = &s->rep[rep];
     int K = s->pool[R->pool].slots;
-    for (int k = R->slot0; k < R->slot0 + K && R->wait.n > 0 && R->n_idle > 0; k++)
+    for (int k = R->slot0; k < R->slot0 + K && R->wait.n > 0 && R->n_idle > 0 && !serve_at_cap(s);
+         k++)
         if (!s->slot[k].active) serve_launch(s, k, now);
 }
 
