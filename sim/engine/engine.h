@@ -132,7 +132,9 @@ int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift);
  * K·*len − 1, *len per repetition, the k-th (1-based) a copy of the *len
  * ops before *at shifted by k·engine_period. (K counts repetitions: the
  * declared periods ÷ 1 or 2, see engine_period.) With a jump, positions
- * before *at are the graph's own ops of the stream, in order (ahead 0). */
+ * before *at are the graph's own ops of the stream, in order (ahead 0), and
+ * positions from *at + K·*len on the graph's own from *at on, in order,
+ * engine_skipped_periods declared periods ahead. */
 int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *len);
 
 /* Σ (end − start) over the ops of stream `s` in the step as simulated in
