@@ -17,9 +17,11 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     e->g = g;
     eventq_init(&e->q);
     size_t n = (size_t)(g->n_ops ? g->n_ops : 1);
+    /* Not filled: an op's start and end are written as it starts (its end
+     * NONE until it ends), and nothing reads those of an op that has not
+     * started (engine.h: a run stopped early is not read). */
     e->start = mp_xmalloc(n * sizeof *e->start);
     e->end = mp_xmalloc(n * sizeof *e->end);
-    for (int i = 0; i < g->n_ops; i++) e->start[i] = e->end[i] = NONE;
     e->mem = mp_xcalloc((size_t)g->n_chips, sizeof *e->mem);
     e->pending = mp_xmalloc(n * sizeof *e->pending);
     memcpy(e->pending, g->n_deps, (size_t)g->n_ops * sizeof *e->pending);
@@ -220,6 +222,7 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
         fused[x] = fused[c] = 1;
         t = tc;
     }
+    end[coll[n]] = NONE; /* started, ends by its event */
     e->done += 2 * n;
     e->fused_events += 2 * (uint64_t)n;
     e->fused[a] = 3; /* the chain's head: a real start, a timed end */
@@ -261,6 +264,7 @@ static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
     if (o->kind != OP_RING || ++e->ring_sent[id] == g->rings[e->ring_of[id]].steps) e->next[s]++;
     if (t == 0) {
         e->start[id] = e->now + e->shift;
+        e->end[id] = NONE;
         if (e->released_by) e->released_by[id] = e->cur;
         if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
     }

@@ -55,7 +55,10 @@ struct chip_memory {
 struct engine {
     const struct taskgraph *g;
     struct eventq q;
-    mp_time *start, *end;           /* per op, -1 until it runs */
+    /* Per op, written as it starts (end -1 until it ends); an op that
+     * never started has neither (engine_run did not finish, or stopped
+     * early: engine_skip_failed), so only a finished run's are read. */
+    mp_time *start, *end;
     struct chip_memory *mem;        /* per chip */
     bool record_memory;
     struct mem_event *mem_log;

@@ -151,8 +151,10 @@ void skip_init(struct engine *e)
         }
     }
     k->pos = g->stream_pos;
-    k->seq_rel = mp_xcalloc(n, sizeof *k->seq_rel);
-    k->seq_end = mp_xcalloc(n, sizeof *k->seq_end);
+    /* Not zeroed: a snapshot reads the handles of events pending, which
+     * skip_note_event wrote as they were scheduled. */
+    k->seq_rel = mp_xmalloc(n * sizeof *k->seq_rel);
+    k->seq_end = mp_xmalloc(n * sizeof *k->seq_end);
     k->link_of = mp_xmalloc((size_t)(g->n_links ? g->n_links : 1) * sizeof *k->link_of);
     for (int l = 0; l < g->n_links; l++) k->link_of[l] = NONE;
     k->links = mp_xmalloc((size_t)(g->n_links ? g->n_links : 1) * sizeof *k->links);
