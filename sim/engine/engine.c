@@ -30,6 +30,9 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     e->next = mp_xmalloc((size_t)n_streams(g) * sizeof *e->next);
     for (int s = 0; s < n_streams(g); s++) e->next[s] = g->stream_off[s];
     e->busy = mp_xcalloc((size_t)n_streams(g), sizeof *e->busy);
+    e->stream_last = mp_xmalloc((size_t)n_streams(g) * sizeof *e->stream_last);
+    for (int s = 0; s < n_streams(g); s++) e->stream_last[s] = NONE;
+    e->stream_sum = mp_xcalloc((size_t)n_streams(g), sizeof *e->stream_sum);
     size_t nl = (size_t)(g->n_links ? g->n_links : 1);
     e->link_holder = mp_xmalloc(nl * sizeof *e->link_holder);
     e->link_wait_head = mp_xmalloc(nl * sizeof *e->link_wait_head);
@@ -68,6 +71,8 @@ void engine_release(struct engine *e)
     free(e->wait_next);
     free(e->next);
     free(e->busy);
+    free(e->stream_last);
+    free(e->stream_sum);
     free(e->link_holder);
     free(e->link_wait_head);
     free(e->link_wait_tail);
@@ -206,10 +211,13 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     mp_time shift = e->shift, *start = e->start, *end = e->end;
     int32_t *pending = e->pending, *released_by = e->released_by;
     uint8_t *fused = e->fused;
+    mp_time sum_m = 0, sum_c = 0;
     for (int j = 0; j < n; j++) {
         /* coll[j] ends, comp[j] runs, coll[j + 1] starts: without an event. */
         int x = coll[j], c = comp[j], y = coll[j + 1];
         mp_time te = t + g->ops[x].duration, tc = te + g->ops[c].duration;
+        sum_m += te - t;
+        sum_c += tc - te;
         end[x] = te + shift;
         start[c] = te + shift;
         end[c] = tc + shift;
@@ -223,6 +231,12 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
         t = tc;
     }
     end[coll[n]] = NONE; /* started, ends by its event */
+    /* The ops ended here (all but coll[n]), in the streams' tallies: each
+     * stream's ends grow along the chain. */
+    if (end[coll[n - 1]] > e->stream_last[sm]) e->stream_last[sm] = end[coll[n - 1]];
+    if (end[comp[n - 1]] > e->stream_last[sc]) e->stream_last[sc] = end[comp[n - 1]];
+    e->stream_sum[sm] += sum_m;
+    e->stream_sum[sc] += sum_c;
     e->done += 2 * n;
     e->fused_events += 2 * (uint64_t)n;
     e->fused[a] = 3; /* the chain's head: a real start, a timed end */
@@ -326,6 +340,9 @@ static void op_done(struct engine *e, int id, const struct op *o, mp_time t)
 {
     /* A skip (skip.c) sets the end of an op in flight across it beforehand. */
     if (e->end[id] == NONE) e->end[id] = t + e->shift;
+    int s = stream_of(o);
+    if (e->end[id] > e->stream_last[s]) e->stream_last[s] = e->end[id];
+    e->stream_sum[s] += e->end[id] - e->start[id];
     e->done++;
     if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
 }
@@ -452,8 +469,8 @@ int engine_run(struct engine *e, struct mp_error *err)
 mp_time engine_makespan(const struct engine *e)
 {
     mp_time t = 0;
-    for (int i = 0; i < e->g->n_ops; i++)
-        if (e->end[i] > t) t = e->end[i];
+    for (int s = 0; s < n_streams(e->g); s++)
+        if (e->stream_last[s] > t) t = e->stream_last[s];
     /* The left-out periods end before the ops after them, but with latency
      * in flight that is not certain: count them (skip.c). */
     mp_time k = skip_inserted_last_end(e);

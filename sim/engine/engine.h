@@ -74,6 +74,11 @@ struct engine {
     mp_time now;
     int done;                       /* ops finished */
     uint64_t events;
+    /* Per stream, over its ops ended so far (op_done, a chain's, or
+     * engine_expand's): the latest end recorded (-1: none) and Σ (end −
+     * start), so engine_makespan, engine_stream_last_end and
+     * engine_stream_busy need no pass over the ops. */
+    mp_time *stream_last, *stream_sum;
     /* Run state: */
     int32_t *pending;               /* unfinished dependencies per op */
     int32_t *next;                  /* per stream: index into its op list */

@@ -618,6 +618,8 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
                                "from the one the run stands for", (long long)i, s);
             out->start[fid] = e->start[rid] + shift;
             out->end[fid] = e->end[rid] + shift;
+            if (out->end[fid] > out->stream_last[s]) out->stream_last[s] = out->end[fid];
+            out->stream_sum[s] += out->end[fid] - out->start[fid];
         }
     }
     memcpy(out->mem, e->mem, (size_t)g->n_chips * sizeof *out->mem);
@@ -649,9 +651,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
 mp_time engine_stream_busy(const struct engine *e, int s)
 {
     const struct taskgraph *g = e->g;
-    mp_time busy = 0, period = 0;
-    for (int i = g->stream_off[s]; i < g->stream_off[s + 1]; i++)
-        busy += e->end[g->stream_ops[i]] - e->start[g->stream_ops[i]];
+    mp_time busy = e->stream_sum[s], period = 0; /* the graph's ops (engine.c) */
     if (engine_skipped_periods(e) == 0) return busy;
     const struct engine_skip *k = e->skip;
     for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {
@@ -664,9 +664,7 @@ mp_time engine_stream_busy(const struct engine *e, int s)
 mp_time engine_stream_last_end(const struct engine *e, int s)
 {
     const struct taskgraph *g = e->g;
-    mp_time last = -1;
-    for (int i = g->stream_off[s]; i < g->stream_off[s + 1]; i++)
-        if (e->end[g->stream_ops[i]] > last) last = e->end[g->stream_ops[i]];
+    mp_time last = e->stream_last[s]; /* the graph's ops (engine.c) */
     if (engine_skipped_periods(e) == 0) return last;
     const struct engine_skip *k = e->skip;
     for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {
