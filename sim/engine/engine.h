@@ -99,6 +99,7 @@ struct engine {
     uint64_t fused_events;          /* the events the chains stand for */
     mp_time last_pop;               /* time of the event before the one being handled */
     bool last_fused;                /* that event ended a chain */
+    uint32_t fin_mark;              /* the queue's next handle when it popped */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
