@@ -196,20 +196,30 @@ static void walk_init(struct walk *w, const struct sim *s)
     int n_streams = g->n_chips * N_STREAMS;
     for (int st = 0; st < n_streams; st++) {
         int i0 = stream_off[st], i1 = stream_off[st + 1];
-        if (i0 < i1) bind[stream_ops[i0]] = -1;
-        for (int i = i0 + 1; i < i1; i++) {
-            int u = stream_ops[i - 1], v = stream_ops[i];
-            bind[v] = u;
-            /* The first op after the jump follows a copy on its stream. */
-            if (view && !after[u]) same[v] = 0;
+        if (i0 == i1) continue;
+        bind[stream_ops[i0]] = -1;
+        for (int i = i0 + 1; i < i1; i++) bind[stream_ops[i]] = stream_ops[i - 1];
+        if (view) {
+            /* The first op after the jump follows a copy on its stream:
+             * the op at the jump's position (those after it are after it
+             * too, engine.h). */
+            int64_t at;
+            int len;
+            engine_stream_period(w->e, st, &at, &len);
+            if (at > 0 && at < i1 - i0) same[stream_ops[i0 + at]] = 0;
         }
     }
-    for (int k = g->n_edges - 1; k >= 0; k--) {
-        int u = edge_from[k], v = edge_to[k];
-        if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
-        if (view) {
+    if (view) {
+        for (int k = g->n_edges - 1; k >= 0; k--) {
+            int u = edge_from[k], v = edge_to[k];
+            if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
             if (!after[u]) same[v] = 0;
             pred[--pred_off[v]] = u;
+        }
+    } else {
+        for (int k = g->n_edges - 1; k >= 0; k--) {
+            int u = edge_from[k], v = edge_to[k];
+            if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
         }
     }
 }
