@@ -56,6 +56,7 @@ void engine_init(struct engine *e, const struct taskgraph *g)
             }
         }
     }
+    e->skip_watch = NONE;
     if (g->period) skip_init(e);
 }
 
@@ -467,7 +468,8 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
         op_done(e, id, o, ev->time);
         wake_successors(e, id);
     }
-    if (e->skip) skip_after_event(e, id, what);
+    /* Only the watched op's end does anything there (skip.c). */
+    if (id == e->skip_watch && (what & EV_END)) skip_after_event(e, id, what);
 }
 
 int engine_run(struct engine *e, struct mp_error *err)

@@ -92,6 +92,7 @@ struct engine {
     /* Steady-state skipping (skip.c): */
     mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
     struct engine_skip *skip;       /* NULL when the graph declares no period */
+    int32_t skip_watch;             /* the op whose end takes the next snapshot, -1 none */
     /* Fused chains (engine.c, "chains timed at once"): */
     bool no_fuse;                   /* every op its own events */
     bool fuse_unsafe;               /* a chain met a tie it cannot order: run again unfused */

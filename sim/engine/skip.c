@@ -118,14 +118,16 @@ static bool declaration_holds(const struct taskgraph *g, const struct tg_period 
     return true;
 }
 
-static void set_watch(struct engine_skip *k, const struct taskgraph *g)
+/* The op whose end takes the next snapshot, in k->watch and (for
+ * engine.c's test of every event) e->skip_watch. */
+static void set_watch(struct engine *e, struct engine_skip *k, const struct taskgraph *g)
 {
     int r = k->p->ref;
-    if (k->watch_pos >= k->p->hi[r] || k->watch_pos >= s_len(g, r)) {
+    if (k->watch_pos >= k->p->hi[r] || k->watch_pos >= s_len(g, r))
         k->watch = NONE;
-        return;
-    }
-    k->watch = g->stream_ops[g->stream_off[r] + k->watch_pos];
+    else
+        k->watch = g->stream_ops[g->stream_off[r] + k->watch_pos];
+    e->skip_watch = k->watch;
 }
 
 void skip_init(struct engine *e)
@@ -187,7 +189,7 @@ void skip_init(struct engine *e)
     }
     int r = k->p->ref, lo = k->p->lo[r], len = k->p->len[r];
     k->watch_pos = lo >= 1 ? lo - 1 : lo - 1 + len;
-    set_watch(k, g);
+    set_watch(e, k, g);
     if (k->watch == NONE) k->failed = true; /* no room for two snapshots */
 }
 
@@ -399,7 +401,7 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     k->log_a = a->n_mem_log;
     k->log_b = b->n_mem_log;
     e->shift = shift;
-    k->watch = NONE;
+    k->watch = e->skip_watch = NONE;
 }
 
 void skip_after_event(struct engine *e, int id, int what)
@@ -425,7 +427,7 @@ void skip_after_event(struct engine *e, int id, int what)
         return;
     }
     k->watch_pos += k->p->len[k->p->ref];
-    set_watch(k, e->g);
+    set_watch(e, k, e->g);
     if (k->watch == NONE) {
         /* Out of the window with no repetition seen: the caller runs the
          * full graph. */
