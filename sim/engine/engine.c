@@ -190,17 +190,23 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     /* Only the reference stream's ops are watched, and none after the
      * jump: asked once for the chain's compute stream. */
     bool watching = skip_watching(e, sc);
-    while (n < CHAIN_MAX && succ_count(g, cur) == 1 && ic + n < g->stream_off[sc + 1] &&
-           im + n < g->stream_off[sm + 1]) {
-        int c = g->succ[g->succ_off[cur]];
-        const struct op *oc = &g->ops[c];
-        if (c != g->stream_ops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) ||
-            g->n_deps[c] != 1 || succ_count(g, c) != 1 || (watching && skip_watched(e, c)))
+    /* In locals: skip_watched is a call, after which the compiler would
+     * load every one of these again for the next link. */
+    const int32_t *succ_off = g->succ_off, *succ = g->succ, *sops = g->stream_ops;
+    const int32_t *n_deps = g->n_deps;
+    const struct op *ops = g->ops;
+    int lim = CHAIN_MAX;
+    if (g->stream_off[sc + 1] - ic < lim) lim = g->stream_off[sc + 1] - ic;
+    if (g->stream_off[sm + 1] - im < lim) lim = g->stream_off[sm + 1] - im;
+    while (n < lim && succ_off[cur + 1] - succ_off[cur] == 1) {
+        int c = succ[succ_off[cur]];
+        const struct op *oc = &ops[c];
+        if (c != sops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) || n_deps[c] != 1 ||
+            succ_off[c + 1] - succ_off[c] != 1 || (watching && skip_watched(e, c)))
             break;
-        int a2 = g->succ[g->succ_off[c]];
-        const struct op *o2 = &g->ops[a2];
-        if (a2 != g->stream_ops[im + n] || o2->kind != OP_COLLECTIVE || !chain_plain(o2) ||
-            g->n_deps[a2] != 1)
+        int a2 = succ[succ_off[c]];
+        const struct op *o2 = &ops[a2];
+        if (a2 != sops[im + n] || o2->kind != OP_COLLECTIVE || !chain_plain(o2) || n_deps[a2] != 1)
             break;
         comp[n] = c;
         coll[++n] = a2;
