@@ -136,7 +136,7 @@ static void row_check(struct reader *r)
         fail(r, "column chip: expected a chip name of chips.csv or *, got '%s'%s", chip, "");
         return;
     }
-    memcpy(x.chip, chip, strlen(chip) + 1); /* it fits: checked above */
+    snprintf(x.chip, sizeof x.chip, "%s", chip);
     int cls = 0;
     while (cls < N_CAL_CLASSES && strcmp(class_names[cls], kern)) cls++;
     if (cls == N_CAL_CLASSES) {
@@ -200,7 +200,7 @@ static void row_check(struct reader *r)
                 "got '%s'", "511", src);
         return;
     }
-    memcpy(x.source, src, strlen(src) + 1); /* it fits: checked above */
+    snprintf(x.source, sizeof x.source, "%s", src);
     for (int i = 0; i < r->n; i++) {
         const struct calib_row *o = &r->rows[i];
         if (o->cls == x.cls && o->bits == x.bits && o->head_dim == x.head_dim &&

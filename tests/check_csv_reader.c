@@ -1,7 +1,6 @@
 /* check_csv_reader.c — issue 16, classes 2, 5 and 6 for what mpsim reads:
  *  - the one CSV reader: BOM, CRLF, comments, quoted cells across lines,
- *    NUL bytes, a line past its limit, every message one line with its line,
- *    the lines it splits itself cut as libcsv cuts them;
+ *    NUL bytes, a line past its limit, every message one line with its line;
  *  - sweep tables: a row wider than the header (read freed memory before),
  *    a duplicate column, numbers that are not finite;
  *  - --resume: an empty partial starts over, a torn or NUL-filled last row
@@ -67,48 +66,6 @@ START_TEST(reader_bom_crlf_comments_quotes)
     /* Without comments a '#' line is a row of its own. */
     ck_assert_int_eq(rows_of(TEXT("#x\n1\n"), false, out, sizeof out, &err), 0);
     ck_assert_str_eq(out, "#x@1;1@2;");
-}
-END_TEST
-
-/* The reader splits a line that is one whole row itself (csv_reader.c's
- * plain_line) and gives libcsv the rest: on lines of commas, blanks,
- * quotes and letters, with LF or CRLF, it must give the cells libcsv gives
- * (csv_split_line is libcsv alone), and fail where libcsv fails. */
-START_TEST(reader_splits_lines_as_libcsv_does)
-{
-    static const char alphabet[] = "ab ,\t\"\"";
-    unsigned seed = 7;
-    for (int it = 0; it < 3000; it++) {
-        char line[32];
-        size_t n = 0;
-        int len = (int)((seed = seed * 1103515245u + 12345u) >> 16) % 12;
-        for (int i = 0; i < len; i++)
-            line[n++] = alphabet[((seed = seed * 1103515245u + 12345u) >> 16) % (sizeof alphabet - 1)];
-        if (((seed = seed * 1103515245u + 12345u) >> 16) % 2) line[n++] = '\r';
-        line[n++] = '\n';
-        char **cells;
-        int nc;
-        bool one = csv_split_line(line, n, &cells, &nc) == 0;
-        char want[256] = "", out[256];
-        if (one) {
-            size_t w = 0;
-            for (int i = 0; i < nc; i++) {
-                w += (size_t)snprintf(want + w, sizeof want - w, "%s%s", i ? "|" : "", cells[i]);
-                free(cells[i]);
-            }
-            free(cells);
-            snprintf(want + w, sizeof want - w, "@1;");
-        }
-        struct mp_error err = { 0 };
-        int got = rows_of(line, n, false, out, sizeof out, &err);
-        if (one) {
-            ck_assert_int_eq(got, 0);
-            ck_assert_str_eq(out, want);
-        } else {
-            /* No row (a blank line) or libcsv's error. */
-            ck_assert(got < 0 || out[0] == '\0');
-        }
-    }
 }
 END_TEST
 
@@ -444,7 +401,6 @@ static Suite *csv_reader_suite(void)
     tcase_add_test(tc, reader_bom_crlf_comments_quotes);
     tcase_add_test(tc, cell_number_is_plain_and_finite);
     tcase_add_test(tc, reader_errors_name_the_line);
-    tcase_add_test(tc, reader_splits_lines_as_libcsv_does);
     tcase_add_test(tc, trace_long_comment_right_line);
     tcase_add_test(tc, table_wide_row_duplicate_column);
     tcase_add_test(tc, resume_torn_and_damaged);

@@ -3,8 +3,7 @@
  * The file is read one physical line at a time (so every callback knows its
  * line) with our own bounded reader rather than getline(), which would
  * allocate a line of any length before we could refuse it. Each line is
- * checked (NUL, length, the BOM on line 1, a comment) and fed to libcsv
- * (or, a line that is one whole row, split as libcsv would: plain_line),
+ * checked (NUL, length, the BOM on line 1, a comment) and fed to libcsv,
  * whose callbacks append cells to an arena; finished rows queue until
  * csv_reader_next hands them out. Whether a line starts between rows (so
  * may be a comment) is libcsv's own parser state: `pstate` 0 is its
@@ -136,93 +135,22 @@ void csv_reader_close(struct csv_reader *r)
  * the end of the file, -1 when it is past CSV_LINE_MAX (r->failed). */
 static int read_line(struct csv_reader *r)
 {
-    /* In locals: a byte stored into the line could be any of *r's fields
-     * for the compiler, which would load them again for every byte. */
-    char *buf = r->buf;
-    size_t len = 0, cap = r->buf_cap;
+    r->buf_len = 0;
     int c;
     while ((c = getc_unlocked(r->f)) != EOF) {
-        if (len >= CSV_LINE_MAX) {
-            r->buf = buf;
-            r->buf_cap = cap;
-            r->buf_len = len;
+        if (r->buf_len >= CSV_LINE_MAX) {
             fail_cb(r, r->line + 1, "a line of more than %d bytes, the longest a line may be "
                     "(is it a CSV file?)", CSV_LINE_MAX);
             return -1;
         }
-        MP_GROW(buf, cap, len + 2);
-        buf[len++] = (char)c;
+        MP_GROW(r->buf, r->buf_cap, r->buf_len + 2);
+        r->buf[r->buf_len++] = (char)c;
         if (c == '\n') break;
     }
-    r->buf = buf;
-    r->buf_cap = cap;
-    r->buf_len = len;
     if (r->buf_len == 0) return 0;
     r->line++;
     r->offset += (off_t)r->buf_len;
     return 1;
-}
-
-static bool blank(char c) { return c == ' ' || c == '\t'; }
-
-/* A line that starts between rows and ends with its line break, with no
- * other CR in it and no quoted cell going on past it, is split here as
- * libcsv would split it, through the same callbacks: cells at the commas,
- * spaces and tabs around each dropped; a quoted cell's text between its
- * quotes, "" a quote; a blank line no row. libcsv's parse costs ~45
- * instructions a byte, most of reading the kernel table (75 KB) for a
- * process's first simulation. First the line's shape, then its cells
- * (a quoted one unescaped in place): false, nothing done, when it is not
- * such a line (a stray quote, say), which libcsv then reads and judges. */
-static bool plain_line(struct csv_reader *r, char *s, size_t n)
-{
-    if (n == 0 || s[n - 1] != '\n') return false;
-    size_t body = n - 1;
-    if (body > 0 && s[body - 1] == '\r') body--;
-    if (memchr(s, '\r', body)) return false;
-    size_t i = 0;
-    while (i < body && blank(s[i])) i++;
-    if (i == body) return true;
-    for (int emit = 0; emit < 2; emit++) {
-        for (size_t a = 0;;) {
-            size_t x = a, b;
-            while (x < body && blank(s[x])) x++;
-            if (x < body && s[x] == '"') {
-                size_t j = x + 1, w = x;
-                for (;;) {
-                    const char *q = memchr(s + j, '"', body - j);
-                    if (!q) return false; /* the cell goes on past the line */
-                    size_t k = (size_t)(q - s);
-                    if (emit) {
-                        memmove(s + w, s + j, k - j);
-                        w += k - j;
-                    }
-                    j = k + 1;
-                    if (j < body && s[j] == '"') { /* "" */
-                        if (emit) s[w++] = '"';
-                        j++;
-                        continue;
-                    }
-                    break;
-                }
-                while (j < body && blank(s[j])) j++;
-                if (j < body && s[j] != ',') return false; /* text after the closing quote */
-                b = j;
-                if (emit) on_field(s + x, w - x, r);
-            } else {
-                const char *c = memchr(s + x, ',', body - x);
-                b = c ? (size_t)(c - s) : body;
-                if (memchr(s + x, '"', b - x)) return false; /* a stray quote */
-                size_t y = b;
-                while (y > x && blank(s[y - 1])) y--;
-                if (emit) on_field(s + x, y - x, r);
-            }
-            if (b == body) break;
-            a = b + 1;
-        }
-    }
-    on_row('\n', r);
-    return true;
 }
 
 /* Feed lines until a row is queued, the file ends, or an error. */
@@ -273,7 +201,6 @@ static void fill(struct csv_reader *r)
             const char *t = s;
             while (t < s + n && (*t == ' ' || *t == '\t')) t++;
             if (r->opts.comments && t < s + n && *t == '#') continue;
-            if (plain_line(r, s, n)) continue;
         }
         if (csv_parse(&r->p, s, n, on_field, on_row, r) != n && !r->failed)
             fail_cb(r, r->line, "not valid CSV: %s (a quote may open a cell or close it; "
