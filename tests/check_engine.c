@@ -165,6 +165,25 @@ START_TEST(a_cycle_is_reported_not_hung)
     ck_assert_int_eq(engine_run(&e, &err), MP_ERR_INFEASIBLE);
     ck_assert_ptr_nonnull(strstr(err.msg, "cannot finish"));
     ck_assert_ptr_nonnull(strstr(err.msg, "0 of 2 ops ran"));
+    /* Neither started: their times read -1 (engine.h), not what the
+     * allocation held. */
+    ck_assert_int_eq(e.start[a], -1); ck_assert_int_eq(e.end[a], -1);
+    ck_assert_int_eq(e.start[b], -1); ck_assert_int_eq(e.end[b], -1);
+    engine_release(&e); tg_release(&g);
+    /* Stuck after one op: a runs (0 .. 1), b waits on c, c on b. */
+    tg_init(&g, 2, 0);
+    a = add(&g, 0, STREAM_COMPUTE, 1);
+    b = add(&g, 0, STREAM_COMPUTE, 1);
+    int c = add(&g, 1, STREAM_COMPUTE, 1);
+    tg_dep(&g, c, b);
+    tg_dep(&g, b, c);
+    tg_finalize(&g);
+    engine_init(&e, &g);
+    ck_assert_int_eq(engine_run(&e, &err), MP_ERR_INFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1 of 3 ops ran"));
+    ck_assert_int_eq(e.start[a], 0); ck_assert_int_eq(e.end[a], 1);
+    ck_assert_int_eq(e.start[b], -1); ck_assert_int_eq(e.end[b], -1);
+    ck_assert_int_eq(e.start[c], -1); ck_assert_int_eq(e.end[c], -1);
     engine_release(&e); tg_release(&g);
 }
 END_TEST

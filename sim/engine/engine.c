@@ -514,7 +514,17 @@ int engine_run(struct engine *e, struct mp_error *err)
     e->events += e->fused_events;
     if (e->done == g->n_ops || engine_skip_failed(e)) return MP_OK;
 
-    /* Stuck: name the streams whose next op never became ready. */
+    /* Stuck. The ops that never started have no start or end yet (not
+     * filled at engine_init): NONE, as for the ops a report may still read
+     * of a run that stopped (a stream starts its ops in order; a ring at
+     * the head has started once it sent a step). */
+    for (int s = 0; s < n_streams(g); s++)
+        for (int i = e->next[s]; i < g->stream_off[s + 1]; i++) {
+            int id = g->stream_ops[i];
+            if (i == e->next[s] && g->ops[id].kind == OP_RING && e->ring_sent[id] > 0) continue;
+            e->start[id] = e->end[id] = NONE;
+        }
+    /* Name the streams whose next op never became ready. */
     char buf[700] = "";
     int shown = 0;
     for (int s = 0; s < n_streams(g) && shown < 4; s++) {

@@ -55,9 +55,10 @@ struct chip_memory {
 struct engine {
     const struct taskgraph *g;
     struct eventq q;
-    /* Per op, written as it starts (end -1 until it ends); an op that
-     * never started has neither (engine_run did not finish, or stopped
-     * early: engine_skip_failed), so only a finished run's are read. */
+    /* Per op, written as it starts (end -1 until it ends). Not filled
+     * ahead: when engine_run stops stuck it sets the ops that never
+     * started to -1; after engine_skip_failed (a run redone op by op)
+     * they are unset and not to be read. */
     mp_time *start, *end;
     struct chip_memory *mem;        /* per chip */
     bool record_memory;
