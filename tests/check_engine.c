@@ -165,6 +165,25 @@ START_TEST(a_cycle_is_reported_not_hung)
     ck_assert_int_eq(engine_run(&e, &err), MP_ERR_INFEASIBLE);
     ck_assert_ptr_nonnull(strstr(err.msg, "cannot finish"));
     ck_assert_ptr_nonnull(strstr(err.msg, "0 of 2 ops ran"));
+    /* Neither started: their times read -1 (engine.h), not what the
+     * allocation held. */
+    ck_assert_int_eq(e.start[a], -1); ck_assert_int_eq(e.end[a], -1);
+    ck_assert_int_eq(e.start[b], -1); ck_assert_int_eq(e.end[b], -1);
+    engine_release(&e); tg_release(&g);
+    /* Stuck after one op: a runs (0 .. 1), b waits on c, c on b. */
+    tg_init(&g, 2, 0);
+    a = add(&g, 0, STREAM_COMPUTE, 1);
+    b = add(&g, 0, STREAM_COMPUTE, 1);
+    int c = add(&g, 1, STREAM_COMPUTE, 1);
+    tg_dep(&g, c, b);
+    tg_dep(&g, b, c);
+    tg_finalize(&g);
+    engine_init(&e, &g);
+    ck_assert_int_eq(engine_run(&e, &err), MP_ERR_INFEASIBLE);
+    ck_assert_ptr_nonnull(strstr(err.msg, "1 of 3 ops ran"));
+    ck_assert_int_eq(e.start[a], 0); ck_assert_int_eq(e.end[a], 1);
+    ck_assert_int_eq(e.start[b], -1); ck_assert_int_eq(e.end[b], -1);
+    ck_assert_int_eq(e.start[c], -1); ck_assert_int_eq(e.end[c], -1);
     engine_release(&e); tg_release(&g);
 }
 END_TEST
@@ -203,10 +222,10 @@ END_TEST
 /* A TP pass as a chain on chip 0: compute c0 (10 ps), all-reduce a1 (5)
  * after it, compute c1 (10) after a1, all-reduce a2 (5) after c1, compute
  * c2 (4) after a2. a1 starts at 10 with the compute stream idle and c1 at
- * its head, so a1, c1 and a2 are timed at once (engine.c): a1 10–15, c1
- * 15–25, a2 25–30, c2 30–34, one event for a2 in place of three; the
- * event count is still one per op (5). With `other` on chip 1 ending at
- * 30 too, a2's event ties with it: the run is simulated again op by op
+ * its head, so a1, c1, a2 and the tail c2 are timed at once (engine.c): a1
+ * 10–15, c1 15–25, a2 25–30, c2 30–34, one event for c2 in place of four;
+ * the event count is still one per op (5). With `other` on chip 1 ending
+ * at 34 too, c2's event ties with it: the run is simulated again op by op
  * (no_fuse set), with the same times. */
 static void chain_graph(struct taskgraph *g, int *id, mp_time other)
 {
@@ -227,7 +246,7 @@ START_TEST(a_chain_is_timed_at_once_and_a_tie_runs_it_op_by_op)
     for (int tie = 0; tie < 2; tie++) {
         struct taskgraph g; struct engine e;
         int id[6];
-        chain_graph(&g, id, tie ? 30 : 29);
+        chain_graph(&g, id, tie ? 34 : 33);
         run_ok(&g, &e);
         for (int k = 0; k < 5; k++) {
             ck_assert_int_eq(e.start[id[k]], start[k]);
@@ -235,7 +254,7 @@ START_TEST(a_chain_is_timed_at_once_and_a_tie_runs_it_op_by_op)
         }
         ck_assert_uint_eq(e.events, 6);
         ck_assert_int_eq(e.no_fuse, tie); /* the tie sent it back to op by op */
-        if (!tie) ck_assert_uint_eq(e.fused_events, 2); /* a1's and c1's ends */
+        if (!tie) ck_assert_uint_eq(e.fused_events, 3); /* a1's, c1's and a2's ends */
         engine_release(&e); tg_release(&g);
     }
 }

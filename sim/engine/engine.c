@@ -17,9 +17,11 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     e->g = g;
     eventq_init(&e->q);
     size_t n = (size_t)(g->n_ops ? g->n_ops : 1);
+    /* Not filled: an op's start and end are written as it starts (its end
+     * NONE until it ends), and nothing reads those of an op that has not
+     * started (engine.h: a run stopped early is not read). */
     e->start = mp_xmalloc(n * sizeof *e->start);
     e->end = mp_xmalloc(n * sizeof *e->end);
-    for (int i = 0; i < g->n_ops; i++) e->start[i] = e->end[i] = NONE;
     e->mem = mp_xcalloc((size_t)g->n_chips, sizeof *e->mem);
     e->pending = mp_xmalloc(n * sizeof *e->pending);
     memcpy(e->pending, g->n_deps, (size_t)g->n_ops * sizeof *e->pending);
@@ -28,6 +30,9 @@ void engine_init(struct engine *e, const struct taskgraph *g)
     e->next = mp_xmalloc((size_t)n_streams(g) * sizeof *e->next);
     for (int s = 0; s < n_streams(g); s++) e->next[s] = g->stream_off[s];
     e->busy = mp_xcalloc((size_t)n_streams(g), sizeof *e->busy);
+    e->stream_last = mp_xmalloc((size_t)n_streams(g) * sizeof *e->stream_last);
+    for (int s = 0; s < n_streams(g); s++) e->stream_last[s] = NONE;
+    e->stream_sum = mp_xcalloc((size_t)n_streams(g), sizeof *e->stream_sum);
     size_t nl = (size_t)(g->n_links ? g->n_links : 1);
     e->link_holder = mp_xmalloc(nl * sizeof *e->link_holder);
     e->link_wait_head = mp_xmalloc(nl * sizeof *e->link_wait_head);
@@ -51,6 +56,7 @@ void engine_init(struct engine *e, const struct taskgraph *g)
             }
         }
     }
+    e->skip_watch = NONE;
     if (g->period) skip_init(e);
 }
 
@@ -66,6 +72,8 @@ void engine_release(struct engine *e)
     free(e->wait_next);
     free(e->next);
     free(e->busy);
+    free(e->stream_last);
+    free(e->stream_sum);
     free(e->link_holder);
     free(e->link_wait_head);
     free(e->link_wait_tail);
@@ -130,19 +138,29 @@ enum { EV_RELEASE = 1, EV_END = 2 };
  * written at once and only the chain's last collective gets an event, its
  * end doing what it would have done; the events the chain's other ops
  * would have had are counted (`fused_events`), so `events` is unchanged.
+ * When that collective's end does nothing but start the compute op after
+ * it (the pass's last piece, whose hand-off is the comm stream's next op),
+ * that op is the chain's tail: its start is written too and its end is the
+ * chain's event (the 1T step: 9,009 of its 9,280 chains, an event each).
  *
- * What can differ is the order of events at one picosecond: the last
- * collective's event is scheduled when the chain starts, not when it
- * starts, so an event at the same time scheduled in between would run on
- * the other side of it. Any event at the time of a chain's last one marks
- * the run unsafe, and so does a steady-state snapshot that could read the
+ * What can differ is the order of events at one picosecond: the chain's
+ * last event is scheduled when the chain starts, not when its op starts,
+ * so an event at the same time scheduled in between would run on the other
+ * side of it. Any such event at the time of a chain's last one marks the
+ * run unsafe, and so does a steady-state snapshot that could read the
  * state differently (skip.c); engine_run then simulates the graph again,
  * every op with its own events. A chain never hides the end of an op a
  * snapshot waits for (skip_watched). */
 
+/* latency, route_len, alloc_bytes and free_bytes all 0: in one test of
+ * their bits, each byte count shifted past its sign (so -0, which == 0
+ * lets through too, passes, and NaN does not); asked twice a link. */
 static bool chain_plain(const struct op *o)
 {
-    return o->latency == 0 && o->route_len == 0 && o->alloc_bytes == 0 && o->free_bytes == 0 &&
+    uint64_t alloc, freed;
+    memcpy(&alloc, &o->alloc_bytes, sizeof alloc);
+    memcpy(&freed, &o->free_bytes, sizeof freed);
+    return ((uint64_t)o->latency | (uint32_t)o->route_len | (alloc | freed) << 1) == 0 &&
            (o->kind == OP_COMPUTE || o->kind == OP_COLLECTIVE);
 }
 
@@ -152,8 +170,9 @@ static int succ_count(const struct taskgraph *g, int id)
 }
 
 /* Collective `a` has just started (its stream taken, next advanced): time
- * the chain after it. Returns its last collective, started at *t_last
- * (engine clock), or -1 when there is no chain (nothing changed). The
+ * the chain after it. Returns its last op (its last collective, or the
+ * tail), started at *t_last (engine clock), or -1 when there is no chain
+ * (nothing changed). The
  * compute op after the chain's last compute one must wait for that last
  * collective (as the pass's next piece does), or it could start before its
  * time while the stream looks free: a chain ends a link earlier where it
@@ -171,17 +190,23 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     /* Only the reference stream's ops are watched, and none after the
      * jump: asked once for the chain's compute stream. */
     bool watching = skip_watching(e, sc);
-    while (n < CHAIN_MAX && succ_count(g, cur) == 1 && ic + n < g->stream_off[sc + 1] &&
-           im + n < g->stream_off[sm + 1]) {
-        int c = g->succ[g->succ_off[cur]];
-        const struct op *oc = &g->ops[c];
-        if (c != g->stream_ops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) ||
-            g->n_deps[c] != 1 || succ_count(g, c) != 1 || (watching && skip_watched(e, c)))
+    /* In locals: skip_watched is a call, after which the compiler would
+     * load every one of these again for the next link. */
+    const int32_t *succ_off = g->succ_off, *succ = g->succ, *sops = g->stream_ops;
+    const int32_t *n_deps = g->n_deps;
+    const struct op *ops = g->ops;
+    int lim = CHAIN_MAX;
+    if (g->stream_off[sc + 1] - ic < lim) lim = g->stream_off[sc + 1] - ic;
+    if (g->stream_off[sm + 1] - im < lim) lim = g->stream_off[sm + 1] - im;
+    while (n < lim && succ_off[cur + 1] - succ_off[cur] == 1) {
+        int c = succ[succ_off[cur]];
+        const struct op *oc = &ops[c];
+        if (c != sops[ic + n] || oc->kind != OP_COMPUTE || !chain_plain(oc) || n_deps[c] != 1 ||
+            succ_off[c + 1] - succ_off[c] != 1 || (watching && skip_watched(e, c)))
             break;
-        int a2 = g->succ[g->succ_off[c]];
-        const struct op *o2 = &g->ops[a2];
-        if (a2 != g->stream_ops[im + n] || o2->kind != OP_COLLECTIVE || !chain_plain(o2) ||
-            g->n_deps[a2] != 1)
+        int a2 = succ[succ_off[c]];
+        const struct op *o2 = &ops[a2];
+        if (a2 != sops[im + n] || o2->kind != OP_COLLECTIVE || !chain_plain(o2) || n_deps[a2] != 1)
             break;
         comp[n] = c;
         coll[++n] = a2;
@@ -197,6 +222,23 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
         n--;
     }
     if (n == 0) return -1;
+    /* The tail (below): that compute op `cl` joins the chain when nothing
+     * but starting it happens at coll[n]'s end: coll[n] has no other
+     * successor, cl no other dependency and no memory taken or link at its
+     * start, and the comm stream's op after coll[n], if any, waits for cl. */
+    int cl = -1;
+    if (ic + n < g->stream_off[sc + 1] && succ_count(g, coll[n]) == 1) {
+        int c = g->stream_ops[ic + n];
+        const struct op *oc = &g->ops[c];
+        bool ok = oc->kind == OP_COMPUTE && oc->latency == 0 && oc->route_len == 0 &&
+                  oc->alloc_bytes == 0 && g->n_deps[c] == 1;
+        if (ok && im + n < g->stream_off[sm + 1]) {
+            int x = g->stream_ops[im + n];
+            ok = false;
+            for (int k = g->succ_off[c]; k < g->succ_off[c + 1] && !ok; k++) ok = g->succ[k] == x;
+        }
+        if (ok) cl = c;
+    }
     mp_time t = e->now;
     /* In locals: a store through e->start or e->end could be e->shift, as
      * far as the compiler knows, which it would then load four times a
@@ -204,10 +246,13 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
     mp_time shift = e->shift, *start = e->start, *end = e->end;
     int32_t *pending = e->pending, *released_by = e->released_by;
     uint8_t *fused = e->fused;
+    mp_time sum_m = 0, sum_c = 0;
     for (int j = 0; j < n; j++) {
         /* coll[j] ends, comp[j] runs, coll[j + 1] starts: without an event. */
         int x = coll[j], c = comp[j], y = coll[j + 1];
         mp_time te = t + g->ops[x].duration, tc = te + g->ops[c].duration;
+        sum_m += te - t;
+        sum_c += tc - te;
         end[x] = te + shift;
         start[c] = te + shift;
         end[c] = tc + shift;
@@ -220,14 +265,46 @@ static int fuse_chain(struct engine *e, int a, mp_time *t_last)
         fused[x] = fused[c] = 1;
         t = tc;
     }
+    e->fused[a] = 3; /* the chain's head: a real start, a timed end */
+    e->next[sm] = im + n;
+    int last = coll[n];
+    if (cl >= 0) {
+        /* coll[n] ends and cl starts without an event; cl's end is the
+         * chain's event. The compute stream is cl's from now (nothing else
+         * may start on it before cl ends, as in the run without the chain,
+         * where it heads it), and the comm stream's next op waits for cl:
+         * taking the comm stream off now changes no start. */
+        int x = coll[n];
+        mp_time te = t + g->ops[x].duration;
+        sum_m += te - t;
+        end[x] = te + shift;
+        start[cl] = te + shift;
+        pending[cl] = 0;
+        if (released_by) released_by[cl] = x;
+        fused[x] = 1;
+        t = te;
+        e->busy[sc] = true;
+        e->busy[sm] = false;
+        e->next[sc] = ic + n + 1;
+        e->done++;
+        e->fused_events++;
+        last = cl;
+    } else {
+        e->next[sc] = ic + n;
+    }
+    end[last] = NONE; /* started, ends by its event */
+    /* The ops ended here (all but `last`), in the streams' tallies: each
+     * stream's ends grow along the chain. */
+    int lm = cl >= 0 ? coll[n] : coll[n - 1];
+    if (end[lm] > e->stream_last[sm]) e->stream_last[sm] = end[lm];
+    if (end[comp[n - 1]] > e->stream_last[sc]) e->stream_last[sc] = end[comp[n - 1]];
+    e->stream_sum[sm] += sum_m;
+    e->stream_sum[sc] += sum_c;
     e->done += 2 * n;
     e->fused_events += 2 * (uint64_t)n;
-    e->fused[a] = 3; /* the chain's head: a real start, a timed end */
-    e->fused[coll[n]] = 2;
-    e->next[sc] = ic + n;
-    e->next[sm] = im + n;
+    e->fused[last] = 2;
     *t_last = t;
-    return coll[n];
+    return last;
 }
 
 /* Start op `id`, heading stream `s` and ready, if its links are free
@@ -261,6 +338,7 @@ static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
     if (o->kind != OP_RING || ++e->ring_sent[id] == g->rings[e->ring_of[id]].steps) e->next[s]++;
     if (t == 0) {
         e->start[id] = e->now + e->shift;
+        e->end[id] = NONE;
         if (e->released_by) e->released_by[id] = e->cur;
         if (o->alloc_bytes > 0) mem_change(e, o->chip, o->alloc_cat, o->alloc_bytes);
     }
@@ -322,6 +400,9 @@ static void op_done(struct engine *e, int id, const struct op *o, mp_time t)
 {
     /* A skip (skip.c) sets the end of an op in flight across it beforehand. */
     if (e->end[id] == NONE) e->end[id] = t + e->shift;
+    int s = stream_of(o);
+    if (e->end[id] > e->stream_last[s]) e->stream_last[s] = e->end[id];
+    e->stream_sum[s] += e->end[id] - e->start[id];
     e->done++;
     if (o->free_bytes > 0) mem_change(e, o->chip, o->free_cat, -o->free_bytes);
 }
@@ -342,15 +423,20 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
     int id = (int)(ev->data >> 2), what = (int)(ev->data & 3);
     const struct op *o = &g->ops[id];
     if (e->fused) {
-        /* A tie with a chain's last event: its order is not the unfused one's. */
+        /* A tie with a chain's last event: its order may not be the unfused
+         * one's. Unless the event after it was scheduled once it had
+         * popped (by its handler, say: a hand-off of no serialization time
+         * its last compute op starts): then it comes after it in both. */
         bool fin = e->fused[id] == 2;
-        if (ev->time == e->last_pop && (fin || e->last_fused)) {
+        if (ev->time == e->last_pop &&
+            (fin || (e->last_fused && (int32_t)(ev->handle - e->fin_mark) < 0))) {
             e->fuse_unsafe = true;
             eventq_stop(&e->q);
             return;
         }
         e->last_pop = ev->time;
         e->last_fused = fin;
+        if (fin) e->fin_mark = (uint32_t)e->q.seq; /* handles wrap at 2^32 */
     }
     e->now = ev->time;
     e->cur = id;
@@ -388,7 +474,8 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
         op_done(e, id, o, ev->time);
         wake_successors(e, id);
     }
-    if (e->skip) skip_after_event(e, id, what);
+    /* Only the watched op's end does anything there (skip.c). */
+    if (id == e->skip_watch && (what & EV_END)) skip_after_event(e, id, what);
 }
 
 int engine_run(struct engine *e, struct mp_error *err)
@@ -427,7 +514,17 @@ int engine_run(struct engine *e, struct mp_error *err)
     e->events += e->fused_events;
     if (e->done == g->n_ops || engine_skip_failed(e)) return MP_OK;
 
-    /* Stuck: name the streams whose next op never became ready. */
+    /* Stuck. The ops that never started have no start or end yet (not
+     * filled at engine_init): NONE, as for the ops a report may still read
+     * of a run that stopped (a stream starts its ops in order; a ring at
+     * the head has started once it sent a step). */
+    for (int s = 0; s < n_streams(g); s++)
+        for (int i = e->next[s]; i < g->stream_off[s + 1]; i++) {
+            int id = g->stream_ops[i];
+            if (i == e->next[s] && g->ops[id].kind == OP_RING && e->ring_sent[id] > 0) continue;
+            e->start[id] = e->end[id] = NONE;
+        }
+    /* Name the streams whose next op never became ready. */
     char buf[700] = "";
     int shown = 0;
     for (int s = 0; s < n_streams(g) && shown < 4; s++) {
@@ -448,8 +545,8 @@ int engine_run(struct engine *e, struct mp_error *err)
 mp_time engine_makespan(const struct engine *e)
 {
     mp_time t = 0;
-    for (int i = 0; i < e->g->n_ops; i++)
-        if (e->end[i] > t) t = e->end[i];
+    for (int s = 0; s < n_streams(e->g); s++)
+        if (e->stream_last[s] > t) t = e->stream_last[s];
     /* The left-out periods end before the ops after them, but with latency
      * in flight that is not certain: count them (skip.c). */
     mp_time k = skip_inserted_last_end(e);

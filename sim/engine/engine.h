@@ -55,7 +55,11 @@ struct chip_memory {
 struct engine {
     const struct taskgraph *g;
     struct eventq q;
-    mp_time *start, *end;           /* per op, -1 until it runs */
+    /* Per op, written as it starts (end -1 until it ends). Not filled
+     * ahead: when engine_run stops stuck it sets the ops that never
+     * started to -1; after engine_skip_failed (a run redone op by op)
+     * they are unset and not to be read. */
+    mp_time *start, *end;
     struct chip_memory *mem;        /* per chip */
     bool record_memory;
     struct mem_event *mem_log;
@@ -71,6 +75,11 @@ struct engine {
     mp_time now;
     int done;                       /* ops finished */
     uint64_t events;
+    /* Per stream, over its ops ended so far (op_done, a chain's, or
+     * engine_expand's): the latest end recorded (-1: none) and Σ (end −
+     * start), so engine_makespan, engine_stream_last_end and
+     * engine_stream_busy need no pass over the ops. */
+    mp_time *stream_last, *stream_sum;
     /* Run state: */
     int32_t *pending;               /* unfinished dependencies per op */
     int32_t *next;                  /* per stream: index into its op list */
@@ -84,6 +93,7 @@ struct engine {
     /* Steady-state skipping (skip.c): */
     mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
     struct engine_skip *skip;       /* NULL when the graph declares no period */
+    int32_t skip_watch;             /* the op whose end takes the next snapshot, -1 none */
     /* Fused chains (engine.c, "chains timed at once"): */
     bool no_fuse;                   /* every op its own events */
     bool fuse_unsafe;               /* a chain met a tie it cannot order: run again unfused */
@@ -91,6 +101,7 @@ struct engine {
     uint64_t fused_events;          /* the events the chains stand for */
     mp_time last_pop;               /* time of the event before the one being handled */
     bool last_fused;                /* that event ended a chain */
+    uint32_t fin_mark;              /* the queue's next handle when it popped */
 };
 
 /* Prepare to run `g` (finalized). Set e->record_memory before engine_run to
@@ -132,7 +143,9 @@ int engine_stream_op(const struct engine *e, int s, int64_t i, mp_time *shift);
  * K·*len − 1, *len per repetition, the k-th (1-based) a copy of the *len
  * ops before *at shifted by k·engine_period. (K counts repetitions: the
  * declared periods ÷ 1 or 2, see engine_period.) With a jump, positions
- * before *at are the graph's own ops of the stream, in order (ahead 0). */
+ * before *at are the graph's own ops of the stream, in order (ahead 0), and
+ * positions from *at + K·*len on the graph's own from *at on, in order,
+ * engine_skipped_periods declared periods ahead. */
 int64_t engine_stream_period(const struct engine *e, int s, int64_t *at, int *len);
 
 /* Σ (end − start) over the ops of stream `s` in the step as simulated in

@@ -308,7 +308,9 @@ bool eventq_cancel(struct eventq *q, uint32_t handle)
     return false;
 }
 
-bool eventq_pop(struct eventq *q, struct eventq_event *out)
+/* eventq_pop's body, inline in eventq_run too: the engine's ~46 K pops of
+ * the 1T step each paid a call and the copy out through memory. */
+static inline __attribute__((always_inline)) bool pop(struct eventq *q, struct eventq_event *out)
 {
     if (!q->big) {
         if (q->small_n == 0) return false;
@@ -360,6 +362,11 @@ bool eventq_pop(struct eventq *q, struct eventq_event *out)
     return true;
 }
 
+bool eventq_pop(struct eventq *q, struct eventq_event *out)
+{
+    return pop(q, out);
+}
+
 uint64_t eventq_run(struct eventq *q,
                     void (*handler)(void *ctx, const struct eventq_event *ev),
                     void *ctx)
@@ -367,7 +374,7 @@ uint64_t eventq_run(struct eventq *q,
     uint64_t delivered = 0;
     struct eventq_event ev;
     q->stopped = false;
-    while (!q->stopped && eventq_pop(q, &ev)) {
+    while (!q->stopped && pop(q, &ev)) {
         handler(ctx, &ev);
         delivered++;
     }

@@ -118,14 +118,16 @@ static bool declaration_holds(const struct taskgraph *g, const struct tg_period 
     return true;
 }
 
-static void set_watch(struct engine_skip *k, const struct taskgraph *g)
+/* The op whose end takes the next snapshot, in k->watch and (for
+ * engine.c's test of every event) e->skip_watch. */
+static void set_watch(struct engine *e, struct engine_skip *k, const struct taskgraph *g)
 {
     int r = k->p->ref;
-    if (k->watch_pos >= k->p->hi[r] || k->watch_pos >= s_len(g, r)) {
+    if (k->watch_pos >= k->p->hi[r] || k->watch_pos >= s_len(g, r))
         k->watch = NONE;
-        return;
-    }
-    k->watch = g->stream_ops[g->stream_off[r] + k->watch_pos];
+    else
+        k->watch = g->stream_ops[g->stream_off[r] + k->watch_pos];
+    e->skip_watch = k->watch;
 }
 
 void skip_init(struct engine *e)
@@ -151,8 +153,10 @@ void skip_init(struct engine *e)
         }
     }
     k->pos = g->stream_pos;
-    k->seq_rel = mp_xcalloc(n, sizeof *k->seq_rel);
-    k->seq_end = mp_xcalloc(n, sizeof *k->seq_end);
+    /* Not zeroed: a snapshot reads the handles of events pending, which
+     * skip_note_event wrote as they were scheduled. */
+    k->seq_rel = mp_xmalloc(n * sizeof *k->seq_rel);
+    k->seq_end = mp_xmalloc(n * sizeof *k->seq_end);
     k->link_of = mp_xmalloc((size_t)(g->n_links ? g->n_links : 1) * sizeof *k->link_of);
     for (int l = 0; l < g->n_links; l++) k->link_of[l] = NONE;
     k->links = mp_xmalloc((size_t)(g->n_links ? g->n_links : 1) * sizeof *k->links);
@@ -185,7 +189,7 @@ void skip_init(struct engine *e)
     }
     int r = k->p->ref, lo = k->p->lo[r], len = k->p->len[r];
     k->watch_pos = lo >= 1 ? lo - 1 : lo - 1 + len;
-    set_watch(k, g);
+    set_watch(e, k, g);
     if (k->watch == NONE) k->failed = true; /* no room for two snapshots */
 }
 
@@ -397,7 +401,7 @@ static void jump(struct engine *e, const struct snapshot *a, const struct snapsh
     k->log_a = a->n_mem_log;
     k->log_b = b->n_mem_log;
     e->shift = shift;
-    k->watch = NONE;
+    k->watch = e->skip_watch = NONE;
 }
 
 void skip_after_event(struct engine *e, int id, int what)
@@ -423,7 +427,7 @@ void skip_after_event(struct engine *e, int id, int what)
         return;
     }
     k->watch_pos += k->p->len[k->p->ref];
-    set_watch(k, e->g);
+    set_watch(e, k, e->g);
     if (k->watch == NONE) {
         /* Out of the window with no repetition seen: the caller runs the
          * full graph. */
@@ -616,6 +620,8 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
                                "from the one the run stands for", (long long)i, s);
             out->start[fid] = e->start[rid] + shift;
             out->end[fid] = e->end[rid] + shift;
+            if (out->end[fid] > out->stream_last[s]) out->stream_last[s] = out->end[fid];
+            out->stream_sum[s] += out->end[fid] - out->start[fid];
         }
     }
     memcpy(out->mem, e->mem, (size_t)g->n_chips * sizeof *out->mem);
@@ -650,9 +656,7 @@ int engine_expand(const struct engine *e, struct engine *out, struct mp_error *e
 mp_time engine_stream_busy(const struct engine *e, int s)
 {
     const struct taskgraph *g = e->g;
-    mp_time busy = 0, period = 0;
-    for (int i = g->stream_off[s]; i < g->stream_off[s + 1]; i++)
-        busy += e->end[g->stream_ops[i]] - e->start[g->stream_ops[i]];
+    mp_time busy = e->stream_sum[s], period = 0; /* the graph's ops (engine.c) */
     if (engine_skipped_periods(e) == 0) return busy;
     const struct engine_skip *k = e->skip;
     for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {
@@ -665,9 +669,7 @@ mp_time engine_stream_busy(const struct engine *e, int s)
 mp_time engine_stream_last_end(const struct engine *e, int s)
 {
     const struct taskgraph *g = e->g;
-    mp_time last = -1;
-    for (int i = g->stream_off[s]; i < g->stream_off[s + 1]; i++)
-        if (e->end[g->stream_ops[i]] > last) last = e->end[g->stream_ops[i]];
+    mp_time last = e->stream_last[s]; /* the graph's ops (engine.c) */
     if (engine_skipped_periods(e) == 0) return last;
     const struct engine_skip *k = e->skip;
     for (int i = k->at[s] - k->r * k->p->len[s]; i < k->at[s]; i++) {

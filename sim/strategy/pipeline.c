@@ -897,6 +897,14 @@ void pipeline_build(struct taskgraph *g, const struct pipeline_plan *pl, struct 
         if (d == 0) {
             double more = (double)prog->devices * 1.125;
             tg_reserve(g, (double)g->n_ops * more, (double)g->n_edges * more);
+            /* The origins have an entry per op: the same room. */
+            int room = g->cap_ops - out->origin_first;
+            if (pl->record_origin && room > cap_origin) {
+                cap_origin = room;
+                out->origin = mp_xrealloc(out->origin, (size_t)room * sizeof *out->origin);
+                out->origin_device = mp_xrealloc(out->origin_device,
+                                                 (size_t)room * sizeof *out->origin_device);
+            }
         }
     }
 

@@ -78,8 +78,13 @@ static bool window(const struct pipe_program *full, const struct pipe_program *r
             own = runf;
         }
     }
+    /* Where both ops are in the prefix the programs share (i + c < A),
+     * the reduced program repeats where the full one does: read from runf
+     * (shifted compares the same fields). */
     bool *pr = mp_xmalloc(((size_t)np + 1) * sizeof *pr);
-    for (int i = 0; i < np; i++) pr[i] = shifted(&R[i], &R[i + c], q);
+    int shared = A - c < np ? A - c : np;
+    for (int i = 0; i < shared; i++) pr[i] = runf[i + 1] - runf[i];
+    for (int i = shared < 0 ? 0 : shared; i < np; i++) pr[i] = shifted(&R[i], &R[i + c], q);
     int *runr = prefix(pr, np);
     /* p is a place for the periods when the programs agree before it and
      * (shifted by K·q) after it, the full program repeats over the inserted

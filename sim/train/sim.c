@@ -439,8 +439,11 @@ static void real_stage_form(struct sim *s)
      * Summed in integers: the double sum of the full run is exact too. */
     int64_t sends = 0;
     mp_time hsum = 0;
-    for (int i = 0; i < s->g.n_ops; i++)
-        if (s->g.ops[i].tag == TAG_SEND && s->g.ops[i].comm == COMM_PP) {
+    /* In locals: engine_op_count is a call, after which the compiler
+     * would load the graph's ops and count again for every op. */
+    const struct op *ops = s->g.ops;
+    for (int i = 0, n_ops = s->g.n_ops; i < n_ops; i++)
+        if (ops[i].tag == TAG_SEND && ops[i].comm == COMM_PP) {
             int64_t n = engine_op_count(&s->e, i);
             hsum += n * (s->e.end[i] - s->e.start[i]);
             sends += n;

@@ -196,20 +196,30 @@ static void walk_init(struct walk *w, const struct sim *s)
     int n_streams = g->n_chips * N_STREAMS;
     for (int st = 0; st < n_streams; st++) {
         int i0 = stream_off[st], i1 = stream_off[st + 1];
-        if (i0 < i1) bind[stream_ops[i0]] = -1;
-        for (int i = i0 + 1; i < i1; i++) {
-            int u = stream_ops[i - 1], v = stream_ops[i];
-            bind[v] = u;
-            /* The first op after the jump follows a copy on its stream. */
-            if (view && !after[u]) same[v] = 0;
+        if (i0 == i1) continue;
+        bind[stream_ops[i0]] = -1;
+        for (int i = i0 + 1; i < i1; i++) bind[stream_ops[i]] = stream_ops[i - 1];
+        if (view) {
+            /* The first op after the jump follows a copy on its stream:
+             * the op at the jump's position (those after it are after it
+             * too, engine.h). */
+            int64_t at;
+            int len;
+            engine_stream_period(w->e, st, &at, &len);
+            if (at > 0 && at < i1 - i0) same[stream_ops[i0 + at]] = 0;
         }
     }
-    for (int k = g->n_edges - 1; k >= 0; k--) {
-        int u = edge_from[k], v = edge_to[k];
-        if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
-        if (view) {
+    if (view) {
+        for (int k = g->n_edges - 1; k >= 0; k--) {
+            int u = edge_from[k], v = edge_to[k];
+            if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
             if (!after[u]) same[v] = 0;
             pred[--pred_off[v]] = u;
+        }
+    } else {
+        for (int k = g->n_edges - 1; k >= 0; k--) {
+            int u = edge_from[k], v = edge_to[k];
+            if (bind[v] < 0 || end[u] >= end[bind[v]]) bind[v] = u;
         }
     }
 }
@@ -332,12 +342,16 @@ static inline enum verdict classify(const struct walk *w, int id, enum split_par
     return V_FOREIGN;
 }
 
-static void charge(struct walk *w, struct step_split *x, int d, enum split_part p, mp_time a,
-                   mp_time b)
+/* `intervals`: w->fn is set (step_split_intervals). A constant at every
+ * call, so the fold's walk (step_split_fold: no fn) has no test of it in
+ * its ~200 K charges. */
+static inline __attribute__((always_inline)) void charge(struct walk *w, struct step_split *x,
+                                                         int d, enum split_part p, mp_time a,
+                                                         mp_time b, bool intervals)
 {
     if (b <= a) return;
     x->part[p] += b - a;
-    if (w->fn) w->fn(w->ctx, d, a, b, p);
+    if (intervals) w->fn(w->ctx, d, a, b, p);
 }
 
 /* Charge the idle interval [a, t): `y` is the op whose end released the
@@ -347,29 +361,29 @@ static void charge(struct walk *w, struct step_split *x, int d, enum split_part 
  * whose saves and eight arguments cost a fifth of the walk itself. */
 static inline __attribute__((always_inline)) void walk_back(struct walk *w, struct step_split *x,
                                                             int d, mp_time a, mp_time t, fop y,
-                                                            enum split_part pending)
+                                                            enum split_part pending, bool intervals)
 {
     while (t > a) {
         if (y.id < 0) {
-            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            charge(w, x, d, SPLIT_BUBBLE, a, t, intervals);
             return;
         }
         mp_time ye = f_end(w, y);
         if (ye < t) {
             mp_time lo = ye > a ? ye : a;
-            charge(w, x, d, pending, lo, t);
+            charge(w, x, d, pending, lo, t, intervals);
             t = lo;
             if (t <= a) return;
         }
         enum split_part part = SPLIT_OTHER;
         switch (classify(w, y.id, &part)) {
         case V_FOREIGN:
-            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            charge(w, x, d, SPLIT_BUBBLE, a, t, intervals);
             return;
         case V_STOP:
             /* The stage's own compute ended the wait's start: nothing left
              * unless the times disagree, which they cannot. */
-            charge(w, x, d, SPLIT_BUBBLE, a, t);
+            charge(w, x, d, SPLIT_BUBBLE, a, t, intervals);
             return;
         case V_THROUGH:
             pending = SPLIT_BUBBLE;
@@ -377,7 +391,7 @@ static inline __attribute__((always_inline)) void walk_back(struct walk *w, stru
         case V_PART: {
             mp_time ys = f_start(w, y);
             mp_time lo = ys > a ? ys : a;
-            charge(w, x, d, part, lo, t);
+            charge(w, x, d, part, lo, t, intervals);
             t = lo;
             pending = part;
             break;
@@ -389,8 +403,63 @@ static inline __attribute__((always_inline)) void walk_back(struct walk *w, stru
     }
 }
 
-/* The split of stage `d` over [0, step). */
-static void walk_device(struct walk *w, int d, struct step_split *x)
+/* The recompute share of a backward compute op lasting `dur`
+ * (step_split.h): its stage's t_rc share, floored. A stage's passes are a
+ * few segment times over and over, so the shares are kept, each in the
+ * slot of its time's hash, for the walk of one stage: the 1T step asks
+ * 43,404 times and divides 726 (a 128-bit division each, ~50 instructions
+ * with its set-up). */
+#define RC_MEMO_BITS 6
+struct rc_memo {
+    mp_time dur[1 << RC_MEMO_BITS], rc[1 << RC_MEMO_BITS];
+    int32_t stage[1 << RC_MEMO_BITS];
+    uint8_t tag[1 << RC_MEMO_BITS];
+};
+
+static unsigned rc_slot(const struct op *o, mp_time dur)
+{
+    return (unsigned)(((uint64_t)dur * 0x9e3779b97f4a7c15u) >> (64 - RC_MEMO_BITS)) ^
+           (o->tag & ((1u << RC_MEMO_BITS) - 1));
+}
+
+/* The share itself, into its slot. Out of line: the walk finds nearly
+ * every one in the memo. */
+static mp_time __attribute__((noinline)) recompute_fill(const struct sim *s, struct rc_memo *m,
+                                                        const struct op *o, mp_time dur)
+{
+    mp_time rc = 0;
+    if (o->tag != TAG_F && o->tag != TAG_W && o->stage >= 0 && o->stage < s->prog.stages) {
+        const struct stage_cost *c = &s->stage_cost[o->stage];
+        mp_time den = o->tag == TAG_B ? c->t_b
+                      : o->tag == TAG_BW ? c->t_b + c->t_w : c->t_f + c->t_b + c->t_w;
+        /* Exact in 128 bits and at most dur, so it fits an mp_time: no
+         * double, nothing for the checked path to do. */
+        if (c->t_rc > 0 && den > 0) {
+            __int128 part = (__int128)dur * (c->t_rc < den ? c->t_rc : den) / den;
+            rc = (int64_t)part;
+        }
+    }
+    unsigned h = rc_slot(o, dur);
+    m->dur[h] = dur;
+    m->stage[h] = o->stage;
+    m->tag[h] = o->tag;
+    m->rc[h] = rc;
+    return rc;
+}
+
+static inline mp_time recompute_share(const struct sim *s, struct rc_memo *m, const struct op *o,
+                                      mp_time dur)
+{
+    unsigned h = rc_slot(o, dur);
+    if (m->dur[h] == dur && m->stage[h] == o->stage && m->tag[h] == o->tag) return m->rc[h];
+    return recompute_fill(s, m, o, dur);
+}
+
+/* The split of stage `d` over [0, step). Inline in the two walks below
+ * with `intervals` a constant (charge). */
+static inline __attribute__((always_inline)) void walk_device_as(struct walk *w, int d,
+                                                                 struct step_split *x,
+                                                                 bool intervals)
 {
     const struct sim *s = w->s;
     const struct taskgraph *g = w->g;
@@ -406,74 +475,79 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
      * k = 1 .. R: walk them from the first until a probe of the j-th holds
      * (probe_note, from j = 2), then count the j-th for the (j+1)-th ..
      * (R − 1)-th and walk the last. */
-    R = w->view && !w->fn ? engine_stream_period(w->e, cs, &at, &len) : 0;
-    /* Positions before the jump are the graph's own ops (engine.h), read
-     * here without engine_full_op's call (one per compute op walked). */
-    int64_t jump = n;
+    R = w->view && !intervals ? engine_stream_period(w->e, cs, &at, &len) : 0;
+    /* Positions before the jump are the graph's own ops, and those past
+     * the left-out periods the graph's own from the jump on, w->ahead
+     * periods ahead (engine.h): read here without engine_full_op's call
+     * (one per compute op walked); only the copies in between ask it. */
+    int64_t jump = n, copies_end = n, copies_len = 0;
     if (w->view) {
         int64_t jat;
         int jlen;
-        engine_stream_period(w->e, cs, &jat, &jlen);
+        int64_t reps = engine_stream_period(w->e, cs, &jat, &jlen);
         jump = jat;
+        copies_len = reps * jlen;
+        copies_end = jat + copies_len;
     }
     const int32_t *own = g->stream_ops + g->stream_off[cs];
     int64_t j = 2;
     struct step_split before;
     memset(&before, 0, sizeof before);
+    struct rc_memo rcm;
+    for (int k = 0; k < 1 << RC_MEMO_BITS; k++) rcm.dur[k] = -1;
+    /* The next position at which a probe starts or ends (-1: none): the
+     * loop's one test of them per op. */
+    int64_t mark = len > 0 && j + 2 <= R ? at + (j - 1) * len : -1;
     for (int64_t i = 0; i < n; i++) {
-        if (len > 0 && j + 2 <= R && i == at + (j - 1) * len) {
-            before = *x;
-            w->probing = true;
-            w->probe_fail = false;
-            w->probe_j = j;
-            w->probe_short = 0;
-        } else if (w->probing && i == at + j * len) {
-            w->probing = false;
-            if (!w->probe_fail && w->probe_short == 0) {
-                for (int k = 0; k < N_SPLIT; k++)
-                    x->part[k] += (R - j - 1) * (x->part[k] - before.part[k]);
-                prev_end += (R - j - 1) * engine_period(w->e);
-                i = at + (R - 1) * len;
-                j = R; /* no more probes */
-            } else {
-                j = w->probe_fail ? R : j + w->probe_short;
-                if (j + 2 <= R && i == at + (j - 1) * len) { /* the next copy: probe it now */
-                    before = *x;
-                    w->probing = true;
-                    w->probe_fail = false;
-                    w->probe_j = j;
-                    w->probe_short = 0;
+        if (i == mark) {
+            if (len > 0 && j + 2 <= R && i == at + (j - 1) * len) {
+                before = *x;
+                w->probing = true;
+                w->probe_fail = false;
+                w->probe_j = j;
+                w->probe_short = 0;
+            } else if (w->probing && i == at + j * len) {
+                w->probing = false;
+                if (!w->probe_fail && w->probe_short == 0) {
+                    for (int k = 0; k < N_SPLIT; k++)
+                        x->part[k] += (R - j - 1) * (x->part[k] - before.part[k]);
+                    prev_end += (R - j - 1) * engine_period(w->e);
+                    i = at + (R - 1) * len;
+                    j = R; /* no more probes */
+                } else {
+                    j = w->probe_fail ? R : j + w->probe_short;
+                    if (j + 2 <= R && i == at + (j - 1) * len) { /* the next copy: probe it now */
+                        before = *x;
+                        w->probing = true;
+                        w->probe_fail = false;
+                        w->probe_j = j;
+                        w->probe_short = 0;
+                    }
                 }
             }
+            /* A probe's start is passed once i is past it (i only grows). */
+            mark = w->probing ? at + j * len : len > 0 && j + 2 <= R ? at + (j - 1) * len : -1;
         }
-        fop f = i < jump ? (fop){ own[i], 0 } : engine_full_op(w->e, cs, i);
+        fop f = i < jump ? (fop){ own[i], 0 }
+                : i >= copies_end ? (fop){ own[i - copies_len], w->ahead }
+                                  : engine_full_op(w->e, cs, i);
         const struct op *o = &g->ops[f.id];
         mp_time a = f_start(w, f), b = f_end(w, f);
         if (b <= a) continue;
-        if (a > prev_end) walk_back(w, x, d, prev_end, a, bind_of(w, f, prev_end), SPLIT_BUBBLE);
+        if (a > prev_end)
+            walk_back(w, x, d, prev_end, a, bind_of(w, f, prev_end), SPLIT_BUBBLE, intervals);
         switch (o->tag) {
         case TAG_F: case TAG_B: case TAG_W: case TAG_BW: case TAG_FB: {
-            mp_time rc = 0;
-            if (o->tag != TAG_F && o->tag != TAG_W && o->stage >= 0 && o->stage < s->prog.stages) {
-                const struct stage_cost *c = &s->stage_cost[o->stage];
-                mp_time den = o->tag == TAG_B ? c->t_b
-                              : o->tag == TAG_BW ? c->t_b + c->t_w : c->t_f + c->t_b + c->t_w;
-                /* Exact in 128 bits and at most b - a, so it fits an
-                 * mp_time: no double, nothing for the checked path to do. */
-                if (c->t_rc > 0 && den > 0) {
-                    __int128 part = (__int128)(b - a) * (c->t_rc < den ? c->t_rc : den) / den;
-                    rc = (int64_t)part;
-                }
-            }
-            charge(w, x, d, SPLIT_RECOMPUTE, a, a + rc);
-            charge(w, x, d, SPLIT_COMPUTE, a + rc, b);
+            mp_time rc = o->tag == TAG_F || o->tag == TAG_W ? 0 : recompute_share(s, &rcm, o, b - a);
+            charge(w, x, d, SPLIT_RECOMPUTE, a, a + rc, intervals);
+            charge(w, x, d, SPLIT_COMPUTE, a + rc, b, intervals);
             break;
         }
         case TAG_OPTIMIZER:
-            charge(w, x, d, SPLIT_OPTIMIZER, a, b);
+            charge(w, x, d, SPLIT_OPTIMIZER, a, b, intervals);
             break;
         default:
-            charge(w, x, d, SPLIT_OTHER, a, b);
+            charge(w, x, d, SPLIT_OTHER, a, b, intervals);
             break;
         }
         prev_end = b;
@@ -485,12 +559,23 @@ static void walk_device(struct walk *w, int d, struct step_split *x)
     for (int c = c0; c < c0 + w->block && c < g->n_chips; c++)
         for (int k = 0; k < N_STREAMS; k++) {
             int st = c * N_STREAMS + k;
+            /* A stream the graph leaves empty has no periods either. */
+            if (g->stream_off[st + 1] == g->stream_off[st]) continue;
             int64_t len = engine_stream_len(w->e, st);
-            if (len == 0) continue;
             fop f = engine_full_op(w->e, st, len - 1); /* a stream's last ends last */
             if (last.id < 0 || f_end(w, f) > f_end(w, last)) last = f;
         }
-    if (step > prev_end) walk_back(w, x, d, prev_end, step, last, SPLIT_BUBBLE);
+    if (step > prev_end) walk_back(w, x, d, prev_end, step, last, SPLIT_BUBBLE, intervals);
+}
+
+static void walk_device(struct walk *w, int d, struct step_split *x)
+{
+    walk_device_as(w, d, x, false);
+}
+
+static void walk_device_intervals(struct walk *w, int d, struct step_split *x)
+{
+    walk_device_as(w, d, x, true);
 }
 
 void step_split_fold(struct sim *s)
@@ -516,7 +601,7 @@ void step_split_intervals(const struct sim *s, step_split_fn fn, void *ctx)
     w.ctx = ctx;
     for (int d = 0; d < s->res.stages; d++) {
         struct step_split x;
-        walk_device(&w, d, &x);
+        walk_device_intervals(&w, d, &x);
     }
     walk_release(&w);
 }
