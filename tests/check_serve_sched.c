@@ -242,6 +242,20 @@ START_TEST(work_estimate_counts_the_loop_that_runs)
     ck_assert_int_eq(serve_run_opts(&s, &cfg, &o, &err), MP_ERR_INPUT);
     ck_assert_msg(strstr(err.msg, "up to 9e+03 passes): 1.81e+04 events"), "%s", err.msg);
     serve_release(&s);
+    /* A shared prefix is prompt too: 200 tokens before each 100-token
+     * prompt, 10 a pass, is 30 chunks again — the same 9,000 passes and
+     * 18,100 events (counted without the prefix: 100 × (60 + 10) = 7,000
+     * passes, 14,100 events, under the budget). */
+    const char *prefix[] = { "parallel.pp=4", "inference.requests=100", "inference.prompt_len=100",
+                             "inference.prefix_tokens=200", "inference.output_len=60",
+                             "inference.kv_cache=reserve", "inference.max_num_batched_tokens=10",
+                             NULL };
+    build(&cfg, prefix);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(serve_run_opts(&s, &cfg, &o, &err), MP_ERR_INPUT);
+    ck_assert_msg(strstr(err.msg, "about 300 + 60 tokens (up to 9e+03 passes): 1.81e+04 events"),
+                  "%s", err.msg);
+    serve_release(&s);
 }
 END_TEST
 

@@ -719,10 +719,17 @@ static int setup(struct serve *s, struct mp_error *err)
     r->pools = s->n_pools;
     const struct config_inference *in = &c->inference;
     int ctx = in->context_len;
+    /* A shared system prompt comes before every drawn one (serve_workload.c:
+     * prompt = prefix_tokens + the drawn length), so its tokens are prefill
+     * passes too (a prefix of 921 tokens before prompts of 4 at 2 tokens a
+     * pass was estimated at 2 chunks a request and ran 463: the value
+     * fuzzer). Counted whole, cached or not: the estimate is an upper bound. */
+    double prompt_est = mean_len(in->prompt_dist, in->prompt_len, in->prompt_min,
+                                 serve_dist_max(in->prompt_max, ctx - 1), in->prompt_sigma) +
+                        (in->prefix_tokens > 0 ? in->prefix_tokens : 0);
+    if (prompt_est > ctx - 1) prompt_est = ctx - 1;
     if (in->arrivals != ARRIVALS_TRACE &&
-        (rc = check_work(s, in->requests,
-                         mean_len(in->prompt_dist, in->prompt_len, in->prompt_min,
-                                  serve_dist_max(in->prompt_max, ctx - 1), in->prompt_sigma),
+        (rc = check_work(s, in->requests, prompt_est,
                          mean_len(in->output_dist, in->output_len, in->output_min,
                                   serve_dist_max(in->output_max, ctx - 1), in->output_sigma),
                          err)))
