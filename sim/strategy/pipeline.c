@@ -326,7 +326,11 @@ static struct unit_walk *units_begin(struct taskgraph *g, const struct pipeline_
     w->bound[0] = 0;
     for (int j = 0; j < u->n; j++) {
         at += u->share[w->reverse ? u->n - 1 - j : j];
-        w->bound[j + 1] = j + 1 == u->n ? total : mp_time_from_ps(at * (double)total);
+        mp_time b = j + 1 == u->n ? total : mp_time_from_ps(at * (double)total);
+        /* The shares' running sum can pass 1 by a rounding, which at a
+         * saturated total is thousands of picoseconds past it: a last unit
+         * of negative time (the value fuzzer). Bounds stay in [0, total]. */
+        w->bound[j + 1] = b > total ? total : b;
     }
     return w;
 }
