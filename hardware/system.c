@@ -31,7 +31,7 @@
 enum key_id {
     K_NAME, K_CHIP, K_CPN, K_DESCRIPTION,
     K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS, K_UP_CURVE,
-    K_OUT_TOPO, K_OUT_BW, K_OUT_LAT,
+    K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, K_OUT_AUTO,
     K_HOST_MEM, K_HOST_LINK, K_HOST_LINK_BW, K_HOST_LINK_LAT, K_HOST_DISK, K_HOST_DISK_BW,
     N_KEYS
 };
@@ -54,6 +54,7 @@ static const struct key {
     [K_OUT_TOPO] = { "scaleout", "topology" },
     [K_OUT_BW] = { "scaleout", "bandwidth" },
     [K_OUT_LAT] = { "scaleout", "latency" },
+    [K_OUT_AUTO] = { "scaleout", "auto_algorithm" },
     [K_HOST_MEM] = { "host", "memory" },
     [K_HOST_LINK] = { "host", "link" },
     [K_HOST_LINK_BW] = { "host", "link_bw" },
@@ -113,6 +114,7 @@ struct ini_ctx {
     int cpn;
     int dims[SYSTEM_MAX_DIMS], n_dims;
     struct fabric up, out;
+    bool ring_across;      /* [scaleout] auto_algorithm = ring */
     long host_line;        /* line of the [host] header, 0 = none */
     struct system_host host;
     char curve[64];        /* [scaleup] busbw_curve, "" = none */
@@ -360,6 +362,12 @@ static int on_key(void *user, const char *section, const char *name, const char 
             return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
                              units_expect_duration, value);
         return 1;
+    case K_OUT_AUTO:
+        if (strcmp(value, "fastest") == 0 || strcmp(value, "ring") == 0) {
+            x->ring_across = strcmp(value, "ring") == 0;
+            return 1;
+        }
+        return fail_line(x, x->line, "%s: expected fastest or ring, got '%s'", full, value);
     case K_HOST_MEM:
     case K_HOST_DISK: {
         double *dst = k == K_HOST_MEM ? &x->host.mem_bytes : &x->host.disk_bytes;
@@ -489,6 +497,9 @@ static int check_keys(struct ini_ctx *x)
     }
     if (!check_fabric(x, "scaleup", K_UP_TOPO, K_UP_BW, K_UP_LAT, &x->up)) return 0;
     if (!check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out)) return 0;
+    if (x->seen[K_OUT_AUTO] && x->out.topo == TOPO_NONE)
+        return fail_line(x, x->seen[K_OUT_AUTO], "[scaleout] auto_algorithm: expected only "
+                         "with a scale-out fabric, got topology none");
     if (x->seen[K_UP_CURVE] && x->up.topo != TOPO_SWITCH && x->up.topo != TOPO_FULL_MESH)
         return fail_line(x, x->seen[K_UP_CURVE], "[scaleup] busbw_curve: expected only with "
                          "topology switch or full_mesh (the fabrics the curves were measured "
@@ -699,6 +710,7 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
     sys->chips_per_node = x.cpn;
     sys->scaleup = x.up;
     sys->scaleout = x.out;
+    sys->ring_across = x.ring_across;
     sys->host = x.host;
     for (int i = 0; i < SYSTEM_MAX_DIMS; i++) sys->dims[i] = i < x.n_dims ? x.dims[i] : 1;
     sys->n_dims = x.up.topo == TOPO_TORUS ? x.n_dims : 0;

@@ -72,6 +72,12 @@ struct system {
     int nodes;
     int n_chips;
     struct fabric scaleup, scaleout;
+    /* [scaleout] auto_algorithm = ring: `auto` prices a reduce-like
+     * collective across nodes as NCCL's ring on every NIC rail at every
+     * size, where the collective library was measured to pick it (false,
+     * `fastest`: the faster of that ring and hierarchical, as a tuner
+     * choosing by modelled time would). */
+    bool ring_across;
     int dims[SYSTEM_MAX_DIMS]; /* torus: chips along x, y, z (unused dims 1) */
     int n_dims;                /* torus: 2 or 3; 0 otherwise */
     struct link *links;

@@ -423,6 +423,23 @@ START_TEST(bad_system_keys)
     ck_assert_msg(strstr(e.msg, ":8: [scaleup] busbw_curve: expected only with topology switch "
                                 "or full_mesh") && strstr(e.msg, "got topology ring"), "%s", e.msg);
     system_release(&sys);
+    /* [scaleout] auto_algorithm: one of two words, and only beside a fabric. */
+    const char *algo = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 1\n"
+                                               "[scaleout]\ntopology = fat_tree\n"
+                                               "bandwidth = 50GB/s\nlatency = 5us\n"
+                                               "auto_algorithm = tree\n");
+    ck_assert_int_eq(system_load(&sys, algo, 0, 8, &cat, &e), MP_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, algo) && strstr(e.msg, ":8: [scaleout] auto_algorithm: expected "
+                                                       "fastest or ring, got 'tree'"),
+                  "%s", e.msg);
+    system_release(&sys);
+    const char *none = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 1\n"
+                                               "[scaleout]\ntopology = none\n"
+                                               "auto_algorithm = ring\n");
+    ck_assert_int_eq(system_load(&sys, none, 0, 1, &cat, &e), MP_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, ":6: [scaleout] auto_algorithm: expected only with a scale-out "
+                                "fabric, got topology none"), "%s", e.msg);
+    system_release(&sys);
 }
 END_TEST
 
@@ -438,27 +455,45 @@ END_TEST
  * Neither the EFA bandwidth (ib_write_bw's 96.9%) nor the latency (the
  * 4-node floor at 256 KiB–1 MiB) is fitted to these sizes. Hierarchical
  * (the node-local phases on top of the rails') lands 17–21% low there,
- * which is why auto takes the ring. Smaller buffers stay too fast: at
- * 16–256 MiB the model reads 150 / 221 / 303 GB/s where §5d measured 64 /
- * 157 / 229 (not asserted; the measured curve is inside one node only). */
+ * which is why a tuner would take the ring there. At small sizes
+ * hierarchical's 6 NIC steps would be 4.5× faster than measured (85 us at
+ * 256 KiB against 382), but the 6 us per step is only consistent with a
+ * ring (NCCL picked Ring on 4 EFA nodes, §5d), so p6-b200 says
+ * auto_algorithm = ring and auto is the ring at every size: at 256 KiB,
+ * 1 MiB, 4 MiB and 16 MiB 62 × (6 us + S/256 / 48.4 GB/s) = 373.3 / 377.3 /
+ * 393.0 / 456.0 us, busbw 1.36 / 5.39 / 20.68 / 71.29 GB/s where 1.33 /
+ * 5.37 / 18.90 / 64.43 were measured (within 11%). 64 and 256 MiB stay
+ * too fast, 184 and 303 GB/s against 157 and 229 (the EFA bandwidth's
+ * ramp with message size is not modelled; not asserted). */
 START_TEST(b200_four_nodes_against_measured)
 {
     struct system sys;
     load(&sys, "p6-b200", 32);
     int chips[32];
     for (int i = 0; i < 32; i++) chips[i] = i;
-    static const struct { double bytes, busbw; } m[] = {
-        { 1073741824.0, 361.99 }, { 4294967296.0, 377.34 }, { 17179869184.0, 381.80 },
+    static const struct { double bytes, busbw, within; } m[] = {
+        { 1073741824.0, 361.99, 0.03 }, { 4294967296.0, 377.34, 0.03 },
+        { 17179869184.0, 381.80, 0.03 }, { 262144.0, 1.33, 0.03 }, { 1048576.0, 5.37, 0.03 },
+        { 4194304.0, 18.90, 0.10 }, { 16777216.0, 64.43, 0.11 },
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 7; k++) {
         struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .chips = chips, .n = 32,
                                .bytes = m[k].bytes, .mb = -1, .stage = -1 };
         double t = mp_seconds(collective_time(&sys, &c));
         double hand = 62 * (6e-6 + m[k].bytes / 256 / 48.4e9);
         ck_assert_msg(fabs(t - hand) < 1e-9, "%.0f B: %.9f s against %.9f", m[k].bytes, t, hand);
         double busbw = m[k].bytes * 1.9375 / t / 1e9;
-        ck_assert_msg(fabs(busbw / m[k].busbw - 1) < 0.03, "%.0f B: %.1f GB/s", m[k].bytes, busbw);
+        ck_assert_msg(fabs(busbw / m[k].busbw - 1) < m[k].within, "%.0f B: %.1f GB/s",
+                      m[k].bytes, busbw);
         ck_assert_int_eq(collective_resolve(&sys, &c), COLL_RING);
+        if (m[k].bytes < 1e9) {
+            /* Small buffers: hierarchical alone is the 4.5x too fast figure. */
+            c.algo = COLL_HIERARCHICAL;
+            double hier = m[k].bytes * 1.9375 / mp_seconds(collective_time(&sys, &c)) / 1e9;
+            ck_assert_msg(hier > 2 * m[k].busbw, "%.0f B: hierarchical %.2f GB/s", m[k].bytes,
+                          hier);
+            continue;
+        }
         c.algo = COLL_HIERARCHICAL;
         double hier = m[k].bytes * 1.9375 / mp_seconds(collective_time(&sys, &c)) / 1e9;
         ck_assert_msg(hier / m[k].busbw - 1 < -0.14, "%.0f B: hierarchical %.1f GB/s", m[k].bytes,

@@ -46,7 +46,9 @@ static const char collective_usage_text[] =
     "with several chips of the group in each, auto takes the faster of hierarchical\n"
     "and NCCL's ring on every NIC rail (a ring per NIC, each on SIZE over the group's\n"
     "chips per node: large buffers at that many NICs' bandwidth); --algo ring is the\n"
-    "latter. The second line of the output says which.\n"
+    "latter, and so is auto at every size on a system whose [scaleout] says\n"
+    "auto_algorithm = ring (p6-b200: NCCL was measured to pick it). The first two\n"
+    "lines of the output say which.\n"
     "  --force      run past the work budget\n"
     "\n"
     "Limits: SIZE at most 1024PiB (2^60 bytes); N at most 1048576. The work (routes\n"
@@ -199,7 +201,10 @@ int cli_collective(int argc, char **argv)
     printf("# %s on %s: %lld × %s, algorithm %s, busbw factor %.4f", collective_op_name(c.op),
            sys.name, n, sys.chip.name, collective_algo_name(used), collective_bus_factor(c.op, (int)n));
     if (algo == COLL_AUTO && collective_pick(&sys, c.op, chips, (int)n) == COLL_HIERARCHICAL)
-        printf(" (auto: the faster of hierarchical and a ring on every NIC rail, per size)");
+        printf(sys.ring_across
+                   ? " (auto: a ring on every NIC rail at every size, the system's "
+                     "auto_algorithm = ring)"
+                   : " (auto: the faster of hierarchical and a ring on every NIC rail, per size)");
     if (chunks > 1) printf(", %ld chunks in flight%s", chunks, used == COLL_RING ? "" : " (ring only: ignored)");
     printf("\n");
     char model[160];

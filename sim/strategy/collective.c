@@ -369,7 +369,8 @@ static mp_time hier_time(const struct system *sys, enum coll_op op, const int *c
  * algorithms by their modelled time, and the ring, bandwidth-bound at large
  * sizes where hierarchical pays its node-local phases on top, wins there
  * (§5d), while hierarchical's fewer latencies win small buffers and many
- * nodes. */
+ * nodes. A system whose library was seen to pick the ring at every size
+ * ([scaleout] auto_algorithm = ring, sys->ring_across) takes it always. */
 static enum coll_algo auto_algo(const struct system *sys, enum coll_op op, const int *chips, int n,
                                 double bytes, int chunks, mp_time *time)
 {
@@ -384,8 +385,9 @@ static enum coll_algo auto_algo(const struct system *sys, enum coll_op op, const
         /* Both times are op_time's for these algorithms: hand back the one taken. */
         mp_time ring = mp_time_mul(step, ring_steps(op, n));
         mp_time hier = hier_time_of(sys, op, &h, bytes);
-        if (ring < hier) algo = COLL_RING;
-        if (time) *time = ring < hier ? ring : hier;
+        bool take_ring = ring < hier || sys->ring_across;
+        if (take_ring) algo = COLL_RING;
+        if (time) *time = take_ring ? ring : hier;
     }
     free(h.local);
     return algo;
@@ -476,8 +478,10 @@ const char *collective_model(const struct system *sys, char *buf, size_t size)
 const char *collective_summary(const struct system *sys, char *buf, size_t size)
 {
     char model[160];
-    snprintf(buf, size, "in a node: %s; across nodes: alpha-beta, the faster of hierarchical and "
-             "rail rings", collective_model(sys, model, sizeof model));
+    snprintf(buf, size, "in a node: %s; across nodes: alpha-beta, %s",
+             collective_model(sys, model, sizeof model),
+             sys->ring_across ? "a ring on every NIC rail (auto_algorithm = ring)"
+                              : "the faster of hierarchical and rail rings");
     return buf;
 }
 
