@@ -401,45 +401,43 @@ START_TEST(bad_tables)
 }
 END_TEST
 
-/* The preset side: an unknown curve is the INI's error (file:line, key, the
- * known names); a curve on a topology it was not measured on is refused. */
-START_TEST(bad_system_keys)
+/* A system INI that must be refused: exit MP_ERR_INPUT with every fragment
+ * in the message (the file's path is always among them). */
+static void bad_system(const char *text, int chips, const char *want1, const char *want2)
 {
     if (!cat.n) ck_assert_int_eq(chip_catalog_load_default(&cat, &err), MP_OK);
     struct system sys;
     struct mp_error e = { 0 };
-    const char *ini = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 8\n"
-                                              "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
-                                              "latency = 1us\nbusbw_curve = a100-nvlink9\n");
-    ck_assert_int_eq(system_load(&sys, ini, 0, 8, &cat, &e), MP_ERR_INPUT);
-    ck_assert_msg(strstr(e.msg, ini) && strstr(e.msg, ":8: [scaleup] busbw_curve: no curve "
-                                                      "'a100-nvlink9'") &&
-                      strstr(e.msg, "a100-nvlink3"), "%s", e.msg);
+    const char *ini = mp_test_tmpfile(".ini", text);
+    ck_assert_int_eq(system_load(&sys, ini, 0, chips, &cat, &e), MP_ERR_INPUT);
+    ck_assert_msg(strstr(e.msg, ini) && strstr(e.msg, want1) && strstr(e.msg, want2), "%s",
+                  e.msg);
     system_release(&sys);
-    const char *ring = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 8\n"
-                                               "[scaleup]\ntopology = ring\nbandwidth = 100GB/s\n"
-                                               "latency = 1us\nbusbw_curve = a100-nvlink3\n");
-    ck_assert_int_eq(system_load(&sys, ring, 0, 8, &cat, &e), MP_ERR_INPUT);
-    ck_assert_msg(strstr(e.msg, ":8: [scaleup] busbw_curve: expected only with topology switch "
-                                "or full_mesh") && strstr(e.msg, "got topology ring"), "%s", e.msg);
-    system_release(&sys);
-    /* [scaleout] auto_algorithm: one of two words, and only beside a fabric. */
-    const char *algo = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 1\n"
-                                               "[scaleout]\ntopology = fat_tree\n"
-                                               "bandwidth = 50GB/s\nlatency = 5us\n"
-                                               "auto_algorithm = tree\n");
-    ck_assert_int_eq(system_load(&sys, algo, 0, 8, &cat, &e), MP_ERR_INPUT);
-    ck_assert_msg(strstr(e.msg, algo) && strstr(e.msg, ":8: [scaleout] auto_algorithm: expected "
-                                                       "fastest or ring, got 'tree'"),
-                  "%s", e.msg);
-    system_release(&sys);
-    const char *none = mp_test_tmpfile(".ini", "[system]\nchip = textbook\nchips_per_node = 1\n"
-                                               "[scaleout]\ntopology = none\n"
-                                               "auto_algorithm = ring\n");
-    ck_assert_int_eq(system_load(&sys, none, 0, 1, &cat, &e), MP_ERR_INPUT);
-    ck_assert_msg(strstr(e.msg, ":6: [scaleout] auto_algorithm: expected only with a scale-out "
-                                "fabric, got topology none"), "%s", e.msg);
-    system_release(&sys);
+}
+
+/* The preset side: an unknown curve is the INI's error (file:line, key, the
+ * known names); a curve on a topology it was not measured on is refused; so
+ * is an auto_algorithm other than fastest or ring, or one without a
+ * scale-out fabric. */
+START_TEST(bad_system_keys)
+{
+    bad_system("[system]\nchip = textbook\nchips_per_node = 8\n"
+               "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\n"
+               "latency = 1us\nbusbw_curve = a100-nvlink9\n",
+               8, ":8: [scaleup] busbw_curve: no curve 'a100-nvlink9'", "a100-nvlink3");
+    bad_system("[system]\nchip = textbook\nchips_per_node = 8\n"
+               "[scaleup]\ntopology = ring\nbandwidth = 100GB/s\n"
+               "latency = 1us\nbusbw_curve = a100-nvlink3\n",
+               8, ":8: [scaleup] busbw_curve: expected only with topology switch or full_mesh",
+               "got topology ring");
+    bad_system("[system]\nchip = textbook\nchips_per_node = 1\n"
+               "[scaleout]\ntopology = fat_tree\nbandwidth = 50GB/s\nlatency = 5us\n"
+               "auto_algorithm = tree\n",
+               8, ":8: [scaleout] auto_algorithm: expected fastest or ring", "got 'tree'");
+    bad_system("[system]\nchip = textbook\nchips_per_node = 1\n"
+               "[scaleout]\ntopology = none\nauto_algorithm = ring\n",
+               1, ":6: [scaleout] auto_algorithm: expected only with a scale-out fabric",
+               "got topology none");
 }
 END_TEST
 
