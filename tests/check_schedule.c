@@ -538,6 +538,36 @@ START_TEST(zb_v_shape)
 }
 END_TEST
 
+/* Pass times so far apart that now + T_B == now in a double (T_F = 1,
+ * T_B = 2e-19, T_W = 2e-7: the value fuzzer's synthetic 4,853.7 s forward
+ * beside a 1 ps backward): a B that takes no time still ends, and the
+ * device below it, waiting for its gradient, goes on. Before, only the
+ * device itself was looked at again and the greedy stalled (zb-v exit 1).
+ * Every pass is scheduled, and each device still runs its 2m forwards
+ * first-chunk-first as above. */
+START_TEST(zb_greedy_pass_times_beyond_a_double)
+{
+    for (int p = 2; p <= 4; p++) {
+        for (int m = 1; m <= 2 * p + 4; m++) {
+            struct pipe_shape sh = shape_of(p, m, 1);
+            sh.t_f = 1, sh.t_b = 2e-19, sh.t_w = 2e-7;
+            const char *names[] = {"zb-v", "zb-auto"};
+            for (int k = 0; k < 2; k++) {
+                struct pipe_program prog;
+                build_ok(names[k], &sh, &prog);
+                int per = k == 0 ? 2 : 1; /* zb-v: two chunks a device */
+                for (int d = 0; d < p; d++) {
+                    ck_assert_int_eq(count_kind(&prog, d, PIPE_F), per * m);
+                    ck_assert_int_eq(count_kind(&prog, d, PIPE_B), per * m);
+                    ck_assert_int_eq(count_kind(&prog, d, PIPE_W), per * m);
+                }
+                pipe_program_release(&prog);
+            }
+        }
+    }
+}
+END_TEST
+
 START_TEST(zb_auto_vs_h1)
 {
     /* At the default limit (p M_B, a pending W counted whole, where ZB-H1
@@ -783,6 +813,7 @@ Suite *schedule_suite(void)
     tcase_add_test(tc, zb_h_peaks);
     tcase_add_test(tc, zb_h_makespans);
     tcase_add_test(tc, zb_v_shape);
+    tcase_add_test(tc, zb_greedy_pass_times_beyond_a_double);
     tcase_add_test(tc, zb_auto_vs_h1);
     suite_add_tcase(s, tc);
     tc = tcase_create("dualpipe");

@@ -327,28 +327,23 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
         n_todo = 0;
         if (done >= total) break;
         /* The next op end; every device whose op ends then, and the
-         * devices next to the stages those ops were on. */
-        /* An op that took no time (a time lost in rounding) is no event:
-         * its device is looked at again at the next one. */
+         * devices next to the stages those ops were on. An op that took no
+         * time (pass times 10^15 apart, where now + t == now in a double)
+         * ends now: its device and its neighbours go on at the same time —
+         * its neighbours too, or a B that took no time would leave the
+         * device below waiting for an event that never comes. */
+        if (h.n > 0 && h.t[0] > now && n_todo == 0) now = h.t[0];
         while (h.n > 0 && !(h.t[0] > now)) {
-            int d = heap_pop(&h);
-            if (!queued[d]) queued[d] = 1, todo[n_todo++] = d;
-        }
-        if (h.n == 0 && n_todo == 0) {
-            rc = MP_ERR_INTERNAL; /* nothing runs and nothing will: the limit is too tight */
-            break;
-        }
-        /* Only ops that took no time: their devices go on at the same time
-         * (pass times 10^15 apart, where now + t == now in a double). */
-        if (h.n == 0) continue;
-        now = h.t[0];
-        while (h.n > 0 && h.t[0] == now) {
             int d = heap_pop(&h), s = last_stage[d];
             int wake[3] = { d, -1, -1 };
             if (last_kind[d] == PIPE_F && s + 1 < S) wake[1] = prog->device_of[s + 1];
             if (last_kind[d] == PIPE_B && s > 0) wake[2] = prog->device_of[s - 1];
             for (int k = 0; k < 3; k++)
                 if (wake[k] >= 0 && !queued[wake[k]]) queued[wake[k]] = 1, todo[n_todo++] = wake[k];
+        }
+        if (n_todo == 0) {
+            rc = MP_ERR_INTERNAL; /* nothing runs and nothing will: the limit is too tight */
+            break;
         }
     }
     free(nst), free(off), free(st), free(fend), free(bend), free(nf), free(nb);
