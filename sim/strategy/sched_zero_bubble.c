@@ -332,7 +332,7 @@ static int greedy(struct pipe_program *prog, const struct greedy_cfg *cfg)
          * ends now: its device and its neighbours go on at the same time —
          * its neighbours too, or a B that took no time would leave the
          * device below waiting for an event that never comes. */
-        if (h.n > 0 && h.t[0] > now && n_todo == 0) now = h.t[0];
+        if (h.n > 0 && h.t[0] > now) now = h.t[0];
         while (h.n > 0 && !(h.t[0] > now)) {
             int d = heap_pop(&h), s = last_stage[d];
             int wake[3] = { d, -1, -1 };
