@@ -31,7 +31,7 @@
 enum key_id {
     K_NAME, K_CHIP, K_CPN, K_DESCRIPTION,
     K_UP_TOPO, K_UP_BW, K_UP_LAT, K_UP_DIMS, K_UP_CURVE,
-    K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, K_OUT_AUTO,
+    K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, K_OUT_AUTO, K_OUT_CURVE,
     K_HOST_MEM, K_HOST_LINK, K_HOST_LINK_BW, K_HOST_LINK_LAT, K_HOST_DISK, K_HOST_DISK_BW,
     N_KEYS
 };
@@ -55,6 +55,7 @@ static const struct key {
     [K_OUT_BW] = { "scaleout", "bandwidth" },
     [K_OUT_LAT] = { "scaleout", "latency" },
     [K_OUT_AUTO] = { "scaleout", "auto_algorithm" },
+    [K_OUT_CURVE] = { "scaleout", "busbw_curve" },
     [K_HOST_MEM] = { "host", "memory" },
     [K_HOST_LINK] = { "host", "link" },
     [K_HOST_LINK_BW] = { "host", "link_bw" },
@@ -95,6 +96,8 @@ static const char *topo_label(enum topology t)
 {
     for (size_t i = 0; i < sizeof up_topos / sizeof up_topos[0]; i++)
         if (up_topos[i].topo == t) return up_topos[i].name;
+    for (size_t i = 0; i < sizeof out_topos / sizeof out_topos[0]; i++)
+        if (out_topos[i].topo == t) return out_topos[i].name;
     return "?";
 }
 
@@ -118,6 +121,7 @@ struct ini_ctx {
     long host_line;        /* line of the [host] header, 0 = none */
     struct system_host host;
     char curve[64];        /* [scaleup] busbw_curve, "" = none */
+    char out_curve[64];    /* [scaleout] busbw_curve, "" = none */
 };
 
 /* Edit distance, for "did you mean". Names here are short. */
@@ -401,13 +405,16 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return 1;
     }
     case K_UP_CURVE:
+    case K_OUT_CURVE: {
         /* Looked up in hardware/collectives.csv once the file is read. */
+        char *dst = k == K_UP_CURVE ? x->curve : x->out_curve;
         if (!*value || strlen(value) >= sizeof x->curve)
             return fail_line(x, x->line, "%s: expected a curve name of "
                              "hardware/collectives.csv (1 to %zu characters), got '%s'", full,
                              sizeof x->curve - 1, value);
-        memcpy(x->curve, value, strlen(value) + 1);
+        memcpy(dst, value, strlen(value) + 1);
         return 1;
+    }
     case K_HOST_LINK_LAT:
         if (units_parse_duration(value, &x->host.link_latency) != 0)
             return fail_line(x, x->line, "%s: expected %s, got '%s'", full,
@@ -497,6 +504,12 @@ static int check_keys(struct ini_ctx *x)
     }
     if (!check_fabric(x, "scaleup", K_UP_TOPO, K_UP_BW, K_UP_LAT, &x->up)) return 0;
     if (!check_fabric(x, "scaleout", K_OUT_TOPO, K_OUT_BW, K_OUT_LAT, &x->out)) return 0;
+    if (x->seen[K_OUT_CURVE] && ((x->out.topo != TOPO_FAT_TREE && x->out.topo != TOPO_RAIL) ||
+                                 x->up.topo != TOPO_SWITCH))
+        return fail_line(x, x->seen[K_OUT_CURVE], "[scaleout] busbw_curve: expected only with "
+                         "topology fat_tree or rail and a [scaleup] switch (the ring on every "
+                         "NIC rail it prices), got topology %s and [scaleup] %s",
+                         topo_label(x->out.topo), topo_label(x->up.topo));
     if (x->seen[K_OUT_AUTO] && x->out.topo == TOPO_NONE)
         return fail_line(x, x->seen[K_OUT_AUTO], "[scaleout] auto_algorithm: expected only "
                          "with a scale-out fabric, got topology none");
@@ -692,6 +705,25 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
             return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleup] busbw_curve: %s", file,
                            x.seen[K_UP_CURVE], e2.msg);
         }
+    }
+    if (x.out_curve[0]) {
+        struct mp_error e2 = { 0 };
+        if (coll_curve_load_default(&sys->out_curve, x.out_curve, &e2)) {
+            if (strncmp(e2.msg, "no curve ", 9)) {
+                if (err) *err = e2;
+                return MP_ERR_INPUT;
+            }
+            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleout] busbw_curve: %s", file,
+                           x.seen[K_OUT_CURVE], e2.msg);
+        }
+        /* Measured on whole nodes of this system, more than one: the
+         * per-step time is read at the piece its own ring moved. */
+        int g = sys->out_curve.gpus;
+        if (g <= x.cpn || g % x.cpn != 0)
+            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleout] busbw_curve: curve '%s' was "
+                           "measured on %d GPUs; expected a multiple of chips_per_node = %d "
+                           "above it (whole nodes, more than one)", file, x.seen[K_OUT_CURVE],
+                           x.out_curve, g, x.cpn);
     }
 
     if (x.seen[K_NAME]) {

@@ -97,6 +97,10 @@ struct system {
     struct system_host host; /* [host]: host memory, host link, disk */
     struct coll_curve curve; /* [scaleup] busbw_curve: measured collective busbw by size
                                 (hardware/collectives.csv); curve.present false = none */
+    struct coll_curve out_curve; /* [scaleout] busbw_curve: an all-reduce measured across
+                                    whole nodes of this system, from which the ring on every
+                                    NIC rail takes its step time by piece size
+                                    (sim/strategy/collective.c); present false = none */
 };
 
 /* Load a system preset (name under hardware/systems/ or a path) with the chip

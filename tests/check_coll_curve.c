@@ -438,35 +438,64 @@ START_TEST(bad_system_keys)
                "[scaleout]\ntopology = none\nauto_algorithm = ring\n",
                1, ":6: [scaleout] auto_algorithm: expected only with a scale-out fabric",
                "got topology none");
+    /* [scaleout] busbw_curve: beside rails or a fat-tree and a scale-up
+     * switch, a known curve, measured across whole nodes of this system. */
+    bad_system("[system]\nchip = textbook\nchips_per_node = 8\n"
+               "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\nlatency = 1us\n"
+               "[scaleout]\ntopology = chain\nbandwidth = 50GB/s\nlatency = 5us\n"
+               "busbw_curve = b200-efa\n",
+               16, ":12: [scaleout] busbw_curve: expected only with topology fat_tree or rail",
+               "got topology chain and [scaleup] switch");
+    bad_system("[system]\nchip = textbook\nchips_per_node = 8\n"
+               "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\nlatency = 1us\n"
+               "[scaleout]\ntopology = fat_tree\nbandwidth = 50GB/s\nlatency = 5us\n"
+               "busbw_curve = b200-efa9\n",
+               16, ":12: [scaleout] busbw_curve: no curve 'b200-efa9'", "b200-efa");
+    bad_system("[system]\nchip = textbook\nchips_per_node = 8\n"
+               "[scaleup]\ntopology = switch\nbandwidth = 100GB/s\nlatency = 1us\n"
+               "[scaleout]\ntopology = fat_tree\nbandwidth = 50GB/s\nlatency = 5us\n"
+               "busbw_curve = b200-nvlink5\n",
+               16, ":12: [scaleout] busbw_curve: curve 'b200-nvlink5' was measured on 8 GPUs",
+               "expected a multiple of chips_per_node = 8 above it");
 }
 END_TEST
 
 /* Every shipped curve: sizes increase, busbw > 0, and the measured time
  * S / busbw never falls as S grows (what makes the interpolated time grow
  * with S); every row of the file names a calibration.md section. */
+/* p6-b200's figures without its measured across-node curve: the
+ * alpha-beta ring on every rail, 6 us + piece / 48.4 GB/s a NIC step. */
+static const char p6_alpha_beta[] =
+    "[system]\nchip = b200\nchips_per_node = 8\n"
+    "[scaleup]\ntopology = switch\nbandwidth = 682.2GB/s\nlatency = 1.5us\n"
+    "busbw_curve = b200-nvlink5\n"
+    "[scaleout]\ntopology = fat_tree\nbandwidth = 48.4GB/s\nlatency = 6us\n"
+    "auto_algorithm = ring\n";
+
 /* Across nodes, against calibration.md §5d: 4 nodes of 8×B200 (p6-b200,
  * 8 × 50 GB/s EFA), all-reduce busbw 361.99 / 377.34 / 381.80 GB/s at 1, 4
- * and 16 GiB. The ring on every rail, by hand: 8 rings of S/8, 62 steps of
- * the NIC hop of the piece p = S/256 (6 us + p / 48.4 GB/s; the scale-up
- * hop of 7 pieces at 682.2 GB/s is the shorter), so at 1 GiB 62 × (6 +
- * 4194304 / 48.4e9 s) = 5744.87 us, busbw S × 1.9375 / T = 362.1 GB/s.
+ * and 16 GiB. The alpha-beta ring on every rail, by hand: 8 rings of S/8,
+ * 62 steps of the NIC hop of the piece p = S/256 (6 us + p / 48.4 GB/s; the
+ * scale-up hop of 7 pieces at 682.2 GB/s is the shorter), so at 1 GiB 62 ×
+ * (6 + 4194304 / 48.4e9 s) = 5744.87 us, busbw S × 1.9375 / T = 362.1 GB/s.
  * Neither the EFA bandwidth (ib_write_bw's 96.9%) nor the latency (the
  * 4-node floor at 256 KiB–1 MiB) is fitted to these sizes. Hierarchical
  * (the node-local phases on top of the rails') lands 17–21% low there,
  * which is why a tuner would take the ring there. At small sizes
  * hierarchical's 6 NIC steps would be 4.5× faster than measured (85 us at
  * 256 KiB against 382), but the 6 us per step is only consistent with a
- * ring (NCCL picked Ring on 4 EFA nodes, §5d), so p6-b200 says
- * auto_algorithm = ring and auto is the ring at every size: at 256 KiB,
- * 1 MiB, 4 MiB and 16 MiB 62 × (6 us + S/256 / 48.4 GB/s) = 373.3 / 377.3 /
- * 393.0 / 456.0 us, busbw 1.36 / 5.39 / 20.68 / 71.29 GB/s where 1.33 /
- * 5.37 / 18.90 / 64.43 were measured (within 11%). 64 and 256 MiB stay
- * too fast, 184 and 303 GB/s against 157 and 229 (the EFA bandwidth's
- * ramp with message size is not modelled; not asserted). */
-START_TEST(b200_four_nodes_against_measured)
+ * ring (NCCL picked Ring on 4 EFA nodes, §5d), so auto_algorithm = ring
+ * and auto is the ring at every size: at 256 KiB, 1 MiB, 4 MiB and 16 MiB
+ * 62 × (6 us + S/256 / 48.4 GB/s) = 373.3 / 377.3 / 393.0 / 456.0 us,
+ * busbw 1.36 / 5.39 / 20.68 / 71.29 GB/s where 1.33 / 5.37 / 18.90 /
+ * 64.43 were measured (within 11%). 64 and 256 MiB stay too fast, 184 and
+ * 303 GB/s against 157 and 229: the EFA bandwidth's ramp with message size,
+ * which is why p6-b200 itself prices the step from the measured curve
+ * (b200_efa_curve_steps below). */
+START_TEST(b200_four_nodes_alpha_beta)
 {
     struct system sys;
-    load(&sys, "p6-b200", 32);
+    load(&sys, mp_test_tmpfile(".ini", p6_alpha_beta), 32);
     int chips[32];
     for (int i = 0; i < 32; i++) chips[i] = i;
     static const struct { double bytes, busbw, within; } m[] = {
@@ -497,6 +526,75 @@ START_TEST(b200_four_nodes_against_measured)
         ck_assert_msg(hier / m[k].busbw - 1 < -0.14, "%.0f B: hierarchical %.1f GB/s", m[k].bytes,
                       hier);
     }
+    system_release(&sys);
+}
+END_TEST
+
+/* §5d's 4-node all-reduce (32 GPUs) as measured, from S0 / busbw(S0) (the
+ * curve's own time, linear in S between its rows). */
+static double efa_time(double s0)
+{
+    static const double size[] = { 262144.0, 1048576.0, 4194304.0, 16777216.0, 67108864.0,
+                                   268435456.0, 1073741824.0, 4294967296.0, 17179869184.0 };
+    static const double bw[] = { 1.33, 5.37, 18.90, 64.43, 156.74, 229.09, 361.99, 377.34,
+                                 381.80 };
+    if (s0 <= size[0]) return size[0] * 1.9375 / (bw[0] * 1e9);
+    for (int i = 1; i < 9; i++)
+        if (s0 <= size[i]) {
+            double a = size[i - 1] * 1.9375 / (bw[i - 1] * 1e9), b = size[i] * 1.9375 / (bw[i] * 1e9);
+            return a + (b - a) * (s0 - size[i - 1]) / (size[i] - size[i - 1]);
+        }
+    return s0 * 1.9375 / (bw[8] * 1e9);
+}
+
+/* p6-b200 as shipped ([scaleout] busbw_curve = b200-efa): the ring on every
+ * rail takes each node-crossing step from §5d's 4-node measurement at the
+ * piece that step moves. That ring was 62 steps of pieces S0/256, so a
+ * piece p costs T0(256·p)/62. On the 32 GPUs measured every size gives
+ * §5d's busbw back (256 KiB … 16 GiB, within rounding); 32 KiB stays at the
+ * 256 KiB floor (381.88 us; §5d's own 32 KiB row, 6.3 ms, is left out of
+ * the table: a time that falls as the size grows). By hand elsewhere:
+ * 64 GPUs in 8 nodes at 1 GiB: piece 1 GiB/512 = 2 MiB, T0(512 MiB) =
+ * 2270.26 + (5747.05 − 2270.26)/3 = 3429.19 us, 126 steps of T0/62 =
+ * 6969.0 us; 32 GPUs as 4 in each of 8 nodes at 256 MiB: piece 2 MiB
+ * again (the NVLink part, 3 pieces at 682.2 GB/s, is the shorter), 62
+ * steps of 3429.19/62 us = 3429.19 us. */
+START_TEST(b200_efa_curve_steps)
+{
+    struct system sys;
+    load(&sys, "p6-b200", 64);
+    ck_assert(sys.out_curve.present && sys.out_curve.gpus == 32);
+    int chips[64];
+    for (int i = 0; i < 64; i++) chips[i] = i;
+    static const double measured[][2] = {
+        { 262144.0, 1.33 }, { 1048576.0, 5.37 }, { 4194304.0, 18.90 }, { 16777216.0, 64.43 },
+        { 67108864.0, 156.74 }, { 268435456.0, 229.09 }, { 1073741824.0, 361.99 },
+        { 4294967296.0, 377.34 }, { 17179869184.0, 381.80 },
+    };
+    for (int k = 0; k < 9; k++) {
+        struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .chips = chips, .n = 32,
+                               .bytes = measured[k][0], .mb = -1, .stage = -1 };
+        double busbw = c.bytes * 1.9375 / mp_seconds(collective_time(&sys, &c)) / 1e9;
+        ck_assert_msg(fabs(busbw / measured[k][1] - 1) < 1e-6, "%.0f B: %.4f GB/s", c.bytes, busbw);
+        ck_assert_int_eq(collective_resolve(&sys, &c), COLL_RING);
+    }
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_AUTO, .chips = chips, .n = 32,
+                           .bytes = 32768, .mb = -1, .stage = -1 };
+    ck_assert_msg(fabs(mp_seconds(collective_time(&sys, &c)) - efa_time(262144)) < 1e-9,
+                  "32 KiB: %.9f s", mp_seconds(collective_time(&sys, &c)));
+    /* 64 GPUs in 8 nodes, 1 GiB. */
+    c.n = 64, c.bytes = 1073741824.0;
+    double want = 126 * efa_time(512.0 * 1048576) / 62;
+    ck_assert_msg(fabs(mp_seconds(collective_time(&sys, &c)) - want) < 1e-9, "%.9f s against %.9f",
+                  mp_seconds(collective_time(&sys, &c)), want);
+    ck_assert_msg(fabs(want - 6969.0e-6) < 0.1e-6, "%.9f", want);
+    /* 4 chips in each of 8 nodes, 256 MiB. */
+    int four[32];
+    for (int i = 0; i < 32; i++) four[i] = (i / 4) * 8 + i % 4;
+    c.chips = four, c.n = 32, c.bytes = 268435456.0;
+    want = efa_time(512.0 * 1048576);
+    ck_assert_msg(fabs(mp_seconds(collective_time(&sys, &c)) - want) < 1e-9, "%.9f s against %.9f",
+                  mp_seconds(collective_time(&sys, &c)), want);
     system_release(&sys);
 }
 END_TEST
@@ -545,7 +643,8 @@ static Suite *coll_curve_suite(void)
     tcase_add_test(tc, detailed_equals_fast_on_the_curve);
     tcase_add_test(tc, bad_tables);
     tcase_add_test(tc, bad_system_keys);
-    tcase_add_test(tc, b200_four_nodes_against_measured);
+    tcase_add_test(tc, b200_four_nodes_alpha_beta);
+    tcase_add_test(tc, b200_efa_curve_steps);
     tcase_add_test(tc, shipped_table_is_sound);
     suite_add_tcase(s, tc);
     return s;

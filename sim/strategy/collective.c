@@ -191,7 +191,11 @@ static bool hier_split(const struct system *sys, const int *chips, int n, struct
  * 4–16 GiB (§5d: 377–382 GB/s). Only a group of per > 1 chips on each of
  * several nodes, a scale-up switch and a NIC per chip (fat-tree or rails).
  * The node-crossing hop is taken between chips at the same place in their
- * nodes (one rail). */
+ * nodes (one rail). On a system with a measured across-node curve
+ * ([scaleout] busbw_curve, out_curve_hop) the node-crossing hop takes the
+ * step time that curve's own ring took at the same piece. */
+static mp_time out_curve_hop(const struct system *sys, double piece);
+
 static bool rails_step_of(const struct system *sys, const struct hier *h, int n, double bytes,
                           mp_time *step)
 {
@@ -199,13 +203,15 @@ static bool rails_step_of(const struct system *sys, const struct hier *h, int n,
         (sys->scaleout.topo != TOPO_FAT_TREE && sys->scaleout.topo != TOPO_RAIL) || h->per < 2)
         return false;
     double piece = bytes / n / h->per;
-    mp_time slowest = 0;
+    bool measured = sys->out_curve.present;
+    mp_time slowest = measured ? out_curve_hop(sys, piece) : 0;
     for (int k = 0; k < h->nodes; k++) {
         const int *node = h->local + k * h->per, *next = h->local + ((k + 1) % h->nodes) * h->per;
         for (int j = 0; j + 1 < h->per; j++) {
             mp_time t = pair_time(sys, node[j], node[j + 1], (h->per - 1) * piece);
             if (t > slowest) slowest = t;
         }
+        if (measured) continue;
         mp_time t = pair_time(sys, node[h->per - 1], next[h->per - 1], piece);
         if (t > slowest) slowest = t;
     }
@@ -309,6 +315,19 @@ static bool curve_prices(const struct system *sys, enum coll_op op, const int *c
 static long long ring_steps(enum coll_op op, int n)
 {
     return op == COLL_ALL_REDUCE ? 2LL * (n - 1) : n - 1;
+}
+
+/* The measured across-node curve was an all-reduce on G chips, G/cpn
+ * whole nodes of this system, as a ring on every rail: 2(G − 1) steps, each
+ * moving a piece S0/(G·cpn) over a NIC. So a piece p takes that ring's step
+ * at S0 = p·G·cpn: T0(S0)/(2(G−1)) = S0 / (G·busbw(S0)) — NCCL's per-step
+ * cost at that message size, whatever the node count (a step's messages
+ * cross a non-blocking fabric side by side). Below the curve's smallest
+ * buffer the step stays that buffer's (the latency floor). */
+static mp_time out_curve_hop(const struct system *sys, double piece)
+{
+    double g = sys->out_curve.gpus, s0 = piece * g * sys->chips_per_node;
+    return mp_time_from_s(s0 / (g * coll_curve_busbw(&sys->out_curve, CURVE_ALL_REDUCE, s0)));
 }
 
 /* One ring step of the curve-priced collective: T / steps, T = S·factor /
@@ -478,10 +497,20 @@ const char *collective_model(const struct system *sys, char *buf, size_t size)
 const char *collective_summary(const struct system *sys, char *buf, size_t size)
 {
     char model[160];
-    snprintf(buf, size, "in a node: %s; across nodes: alpha-beta, %s",
-             collective_model(sys, model, sizeof model),
-             sys->ring_across ? "a ring on every NIC rail (auto_algorithm = ring)"
-                              : "the faster of hierarchical and rail rings");
+    const char *curve = sys->out_curve.present ? sys->out_curve.name : NULL;
+    char across[200];
+    if (curve && sys->ring_across)
+        snprintf(across, sizeof across, "a ring on every NIC rail, its steps from measured "
+                 "busbw curve %s (auto_algorithm = ring)", curve);
+    else if (curve)
+        snprintf(across, sizeof across, "the faster of hierarchical (alpha-beta) and rail "
+                 "rings (their steps from measured busbw curve %s)", curve);
+    else
+        snprintf(across, sizeof across, "alpha-beta, %s",
+                 sys->ring_across ? "a ring on every NIC rail (auto_algorithm = ring)"
+                                  : "the faster of hierarchical and rail rings");
+    snprintf(buf, size, "in a node: %s; across nodes: %s",
+             collective_model(sys, model, sizeof model), across);
     return buf;
 }
 
@@ -514,6 +543,9 @@ const char *collective_priced_by(const struct system *sys, const struct coll_spe
     if (algo == COLL_RING && op != COLL_SEND_RECV && op != COLL_ALL_TO_ALL)
         whole = curve_prices(sys, op, c->chips, c->n, chunks);
     if (whole) snprintf(buf, size, "measured busbw curve %s", sys->curve.name);
+    else if (rails && sys->out_curve.present)
+        snprintf(buf, size, "a ring on every NIC rail, its steps from measured busbw curve %s",
+                 sys->out_curve.name);
     else if (rails) snprintf(buf, size, "alpha-beta, a ring on every NIC rail");
     else if (phases)
         snprintf(buf, size, "measured busbw curve %s inside each node, alpha-beta across",
