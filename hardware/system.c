@@ -520,6 +520,20 @@ static int check_keys(struct ini_ctx *x)
     return check_host(x);
 }
 
+/* A `busbw_curve` key's curve from hardware/collectives.csv. The table's
+ * own errors name its file and line; a name it lacks is this file's error,
+ * at the key's line (coll_curve.h). */
+static int load_curve(struct ini_ctx *x, enum key_id k, const char *name, struct coll_curve *dst)
+{
+    struct mp_error e2 = { 0 };
+    if (!coll_curve_load_default(dst, name, &e2)) return 1;
+    if (strncmp(e2.msg, "no curve ", 9)) {
+        if (x->err) *x->err = e2;
+        return 0;
+    }
+    return fail_line(x, x->seen[k], "[%s] %s: %s", keys[k].section, keys[k].name, e2.msg);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -693,29 +707,9 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
     if (!x.failed && read_error)
         return mp_fail(err, MP_ERR_INPUT, "%s: cannot read: %s", file, strerror(read_errno));
     if (x.failed || !check_keys(&x)) return MP_ERR_INPUT;
-    if (x.curve[0]) {
-        /* The table's own errors name its file and line; a name it lacks is
-         * this file's error (coll_curve.h). */
-        struct mp_error e2 = { 0 };
-        if (coll_curve_load_default(&sys->curve, x.curve, &e2)) {
-            if (strncmp(e2.msg, "no curve ", 9)) {
-                if (err) *err = e2;
-                return MP_ERR_INPUT;
-            }
-            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleup] busbw_curve: %s", file,
-                           x.seen[K_UP_CURVE], e2.msg);
-        }
-    }
+    if (x.curve[0] && !load_curve(&x, K_UP_CURVE, x.curve, &sys->curve)) return MP_ERR_INPUT;
     if (x.out_curve[0]) {
-        struct mp_error e2 = { 0 };
-        if (coll_curve_load_default(&sys->out_curve, x.out_curve, &e2)) {
-            if (strncmp(e2.msg, "no curve ", 9)) {
-                if (err) *err = e2;
-                return MP_ERR_INPUT;
-            }
-            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleout] busbw_curve: %s", file,
-                           x.seen[K_OUT_CURVE], e2.msg);
-        }
+        if (!load_curve(&x, K_OUT_CURVE, x.out_curve, &sys->out_curve)) return MP_ERR_INPUT;
         /* Measured on whole nodes of this system, more than one: the
          * per-step time is read at the piece its own ring moved. */
         int g = sys->out_curve.gpus;
