@@ -106,8 +106,10 @@ mp_time collective_time(const struct system *sys, const struct coll_spec *c);
 const char *collective_model(const struct system *sys, char *buf, size_t size);
 
 /* The summary's line for the system: "in a node: <collective_model>; across
- * nodes: alpha-beta, the faster of hierarchical and rail rings" (training
- * and serving print it alike). Written to buf; returns buf. */
+ * nodes: alpha-beta, the faster of hierarchical and rail rings", or what
+ * the system's [scaleout] auto_algorithm and busbw_curve make of the part
+ * across nodes (training and serving print it alike). Written to buf;
+ * returns buf. */
 const char *collective_summary(const struct system *sys, char *buf, size_t size);
 
 /* What prices this one collective at fast fidelity: "measured busbw curve
