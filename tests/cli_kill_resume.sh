@@ -6,11 +6,11 @@
 #  - SIGTERM: exit 143, OUT.partial kept and named on stderr (documented in
 #    mpsim sweep --help), no temporary left, then --resume;
 # each compared with cmp against one uninterrupted run. The grid is 30
-# synthetic points of 1,000 to 30,000 microbatches simulated op by op
+# synthetic points of 500 to 15,000 microbatches simulated op by op
 # (run.steady_skip = false: with skipping the whole grid takes 0.02 s and
-# every kill would land after it finished), up to 0.06 s each, so a run
-# takes about a second on two threads and the kills (0.1 to 0.9 s in) land
-# in the middle of it.
+# every kill would land after it finished), up to 0.02 s each, so a run
+# takes about a third of a second on two threads and the kills (0.05 to
+# 0.35 s in) land in the middle of it.
 # Run from the project root with MPSIM=path/to/mpsim (tests/run_suites does).
 MPSIM=${MPSIM:-bin/mpsim}
 T=$(mktemp -d /tmp/mpsim-kill-XXXXXX)
@@ -20,14 +20,14 @@ mid=0 # kills that landed before the sweep finished (its partial left behind)
 ok() { pass=$((pass + 1)); }
 bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
 printf '[model]\nkind = synthetic\n[parallel]\npp = 4\n[run]\nsteady_skip = false\n' >"$T/s.ini"
-V="--vary training.global_batch=1000..30000+1000 --jobs 2 --quiet"
+V="--vary training.global_batch=500..15000+500 --jobs 2 --quiet"
 
 "$MPSIM" sweep "$T/s.ini" $V --out "$T/ref.csv" 2>/dev/null || bad "the uninterrupted sweep failed"
 [ "$(wc -l <"$T/ref.csv")" -eq 31 ] && ok || bad "the reference has $(wc -l <"$T/ref.csv") lines, want 31"
 
-# delay SEED N: the N-th kill time of SEED, 0.1 to 0.9 s, the same every run.
+# delay SEED N: the N-th kill time of SEED, 0.05 to 0.35 s, the same every run.
 # (A fixed hash, not awk's rand: srand's sequences differ between awks.)
-delay() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.2f", 0.1 + 0.8 * ((s * 7919 + n * 104729) % 97) / 97 }'; }
+delay() { awk -v s="$1" -v n="$2" 'BEGIN { printf "%.3f", 0.05 + 0.3 * ((s * 7919 + n * 104729) % 97) / 97 }'; }
 
 # run_and_kill SIG DELAY OUT [--resume]: start the sweep, kill it after DELAY.
 # Returns its exit status (0 when it finished before the kill).
