@@ -713,11 +713,12 @@ int system_plan(struct system *sys, const char *path, int nodes, int chips_neede
         /* Measured on whole nodes of this system, more than one: the
          * per-step time is read at the piece its own ring moved. */
         int g = sys->out_curve.gpus;
-        if (g <= x.cpn || g % x.cpn != 0)
-            return mp_fail(err, MP_ERR_INPUT, "%s:%ld: [scaleout] busbw_curve: curve '%s' was "
-                           "measured on %d GPUs; expected a multiple of chips_per_node = %d "
-                           "above it (whole nodes, more than one)", file, x.seen[K_OUT_CURVE],
-                           x.out_curve, g, x.cpn);
+        if (g <= x.cpn || g % x.cpn != 0) {
+            fail_line(&x, x.seen[K_OUT_CURVE], "[scaleout] busbw_curve: curve '%s' was measured "
+                      "on %d GPUs; expected a multiple of chips_per_node = %d above it (whole "
+                      "nodes, more than one)", x.out_curve, g, x.cpn);
+            return MP_ERR_INPUT;
+        }
     }
 
     if (x.seen[K_NAME]) {

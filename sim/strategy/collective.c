@@ -403,8 +403,13 @@ static enum coll_algo auto_algo(const struct system *sys, enum coll_op op, const
     if (algo == COLL_HIERARCHICAL && chunks <= 1 && rails_step_of(sys, &h, n, bytes, &step)) {
         /* Both times are op_time's for these algorithms: hand back the one taken. */
         mp_time ring = mp_time_mul(step, ring_steps(op, n));
-        mp_time hier = hier_time_of(sys, op, &h, bytes);
-        bool take_ring = ring < hier || sys->ring_across;
+        /* With auto_algorithm = ring hierarchical is not priced at all. */
+        bool take_ring = sys->ring_across;
+        mp_time hier = 0;
+        if (!take_ring) {
+            hier = hier_time_of(sys, op, &h, bytes);
+            take_ring = ring < hier;
+        }
         if (take_ring) algo = COLL_RING;
         if (time) *time = take_ring ? ring : hier;
     }
