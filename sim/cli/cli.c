@@ -2,7 +2,10 @@
 #include "cli.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include <cJSON.h>
 
 #include "sim/io/config.h"
 #include "sim/io/outfile.h"
@@ -29,6 +32,18 @@ int cli_infeasible(const struct mp_error *err)
     snprintf(msg, sizeof msg, "infeasible: %s", err->msg);
     print_line(msg);
     return MP_ERR_INFEASIBLE;
+}
+
+void cli_infeasible_json(const char *mode, const char *reason)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "mode", mode);
+    cJSON_AddBoolToObject(o, "feasible", 0);
+    cJSON_AddStringToObject(o, "infeasible_reason", reason);
+    char *text = cJSON_Print(o);
+    printf("%s\n", text);
+    cJSON_free(text);
+    cJSON_Delete(o);
 }
 
 int cli_usage_error(const char *fmt, const char *arg)

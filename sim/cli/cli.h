@@ -44,6 +44,10 @@ int cli_fail(const struct mp_error *err);
 /* Print "mpsim: infeasible: <message>" (one line) and return MP_ERR_INFEASIBLE. */
 int cli_infeasible(const struct mp_error *err);
 
+/* With --json, an infeasible run is still an answer in the form asked for:
+ * {"mode": mode, "feasible": false, "infeasible_reason": message} on stdout. */
+void cli_infeasible_json(const char *mode, const char *reason);
+
 /* Print a usage error (printf-style with one string argument, shown escaped)
  * and return 2, with one hint: `mpsim CMD --help` when the message starts
  * "CMD: ", none when it names a --help already, else `mpsim --help`. */

@@ -186,18 +186,10 @@ int cli_devmap_run(const struct config *cfg, int json, const char *timeline, con
                 (trace && write_output(trace, accel_chrome_trace, &a, &rep, &err))))
         rc = MP_ERR_INPUT;
     if (rc == MP_ERR_INFEASIBLE) {
-        if (json) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "mode", "device_map");
-            cJSON_AddBoolToObject(o, "feasible", 0);
-            cJSON_AddStringToObject(o, "infeasible_reason", err.msg);
-            char *text = cJSON_Print(o);
-            printf("%s\n", text);
-            cJSON_free(text);
-            cJSON_Delete(o);
-        } else if (a.has_map && a.map.n_map) {
+        if (json)
+            cli_infeasible_json("device_map", err.msg);
+        else if (a.has_map && a.map.n_map)
             accel_map_text(stdout, &a); /* the placement it could not run */
-        }
         fprintf(stderr, "mpsim: infeasible: %s\n", err.msg);
         accel_report_release(&rep);
         accel_setup_release(&a);

@@ -1,7 +1,5 @@
 /* cli_serve.c — `mpsim run` on a scenario with an [inference] section:
  * simulate serving (sim/serve/serve.h) and print the summary or the JSON. */
-#include <cJSON.h>
-
 #include "cli.h"
 #include "sim/io/config.h"
 #include "sim/io/outfile.h"
@@ -28,16 +26,7 @@ int cli_serve(const struct config *cfg, int json, const char *timeline, const ch
     struct serve_options so = { .record = timeline || trace, .force = force };
     int rc = serve_run_opts(&s, cfg, &so, &err);
     if (rc == MP_ERR_INFEASIBLE) {
-        if (json) { /* a valid question with a "no" answer, in the form asked for */
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "mode", "serve");
-            cJSON_AddBoolToObject(o, "feasible", 0);
-            cJSON_AddStringToObject(o, "infeasible_reason", err.msg);
-            char *text = cJSON_Print(o);
-            printf("%s\n", text);
-            cJSON_free(text);
-            cJSON_Delete(o);
-        }
+        if (json) cli_infeasible_json("serve", err.msg);
         cli_infeasible(&err);
         serve_release(&s);
         return rc;

@@ -181,6 +181,18 @@ static void plan_tensor(struct sim *s)
     free(lane);
 }
 
+/* A plan's messages (experts.c, context.c) name the key but not the file:
+ * put the scenario's path in front, once. Returns rc. */
+static int name_scenario(const struct config *cfg, int rc, struct mp_error *err)
+{
+    if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
+        char msg[sizeof err->msg];
+        memcpy(msg, err->msg, sizeof msg);
+        mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
+    }
+    return rc;
+}
+
 /* Expert parallelism (experts.h): the group of stage 0 (its lane first,
  * then the next ep − 1 chips of the stage's tp × dp) and every
  * microbatch's routing, drawn before the graph is built. */
@@ -221,15 +233,7 @@ static int plan_experts(struct sim *s, struct mp_error *err)
     };
     rc = experts_plan_build(&s->experts, &in, err);
     free(group);
-    if (rc) {
-        /* Name the scenario: the plan's messages name the key. */
-        if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
-            char msg[sizeof err->msg];
-            memcpy(msg, err->msg, sizeof msg);
-            mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
-        }
-        return rc;
-    }
+    if (rc) return name_scenario(cfg, rc, err);
     s->has_experts = true;
     return MP_OK;
 }
@@ -912,14 +916,7 @@ static int plan_context(struct sim *s, struct mp_error *err)
                            .lane = lane, .stages = S, .calib = &s->calib };
     int rc = context_plan_build(&s->context, &in, err);
     free(lane);
-    if (rc) {
-        if (cfg->path[0] && strncmp(err->msg, cfg->path, strlen(cfg->path)) != 0) {
-            char msg[sizeof err->msg];
-            memcpy(msg, err->msg, sizeof msg);
-            mp_fail(err, rc, "%s: %.*s", cfg->path, (int)(sizeof msg / 2), msg);
-        }
-        return rc;
-    }
+    if (rc) return name_scenario(cfg, rc, err);
     s->has_context = true;
     return MP_OK;
 }
