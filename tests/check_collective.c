@@ -4,6 +4,7 @@
  * calibration against measured busbw (shared/reference/hardware.md), and
  * the torus and rail routes. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -39,7 +40,10 @@ static const char *switch8(void)
 }
 
 /* Run one collective expanded into transfers; the makespan. */
-static mp_time run_detailed(const struct system *sys, struct coll_spec *c)
+/* The detailed time of `c` alone on `sys`; *events (if given) the events
+ * the engine handled. */
+static mp_time run_detailed_events(const struct system *sys, struct coll_spec *c,
+                                   uint64_t *events)
 {
     struct taskgraph g;
     tg_init(&g, sys->n_chips, sys->n_links);
@@ -51,9 +55,15 @@ static mp_time run_detailed(const struct system *sys, struct coll_spec *c)
     engine_init(&e, &g);
     ck_assert_int_eq(engine_run(&e, &err), MP_OK);
     mp_time t = engine_makespan(&e);
+    if (events) *events = e.events;
     engine_release(&e);
     tg_release(&g);
     return t;
+}
+
+static mp_time run_detailed(const struct system *sys, struct coll_spec *c)
+{
+    return run_detailed_events(sys, c, NULL);
 }
 
 START_TEST(bus_factors_are_nccl_tests)
@@ -187,6 +197,39 @@ static void chunked_case(const struct system *sys, double bytes, int chunks, mp_
     c.compact = true;
     ck_assert_int_eq(run_detailed(sys, &c), want);
 }
+
+/* The events of the compact ring (engine.c, ring_defers), counted by hand
+ * for two of the cases above. Each member sends T = 14·C pieces; a piece
+ * with latency is two events, its last byte leaving and its arrival, unless
+ * the member's next piece waits on one from chip i−1 that has not arrived
+ * when this one starts: then the link's letting go is left to that
+ * arrival, and the piece is one event. Latency-bound (800 KB, C = 4,
+ * α ≥ (C−1)·s): the first C − 1 pieces of a member need nothing (two events
+ * each), the last has no next (two), and every other waits (one): T + C =
+ * 60 a member, 480 in all, where the expanded transfers are 2T = 112 a
+ * member, 896. Link-bound (6.4 MB, C = 8, α < (C−2)·s): a member's next
+ * piece has arrived before it gets to it, so every piece is two events,
+ * 2T·8 = 1,792 either way. The times are the same (above). */
+START_TEST(compact_ring_events_by_hand)
+{
+    struct system sys;
+    load(&sys, "ring", 8);
+    int chips[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+    struct coll_spec c = { .op = COLL_ALL_REDUCE, .algo = COLL_RING, .chips = chips, .n = 8,
+                           .bytes = 800e3, .mb = -1, .stage = -1, .chunks = 4 };
+    uint64_t ev;
+    ck_assert_int_eq(run_detailed_events(&sys, &c, &ev), 18250 * MP_PS_PER_NS);
+    ck_assert_uint_eq(ev, 896);
+    c.compact = true;
+    ck_assert_int_eq(run_detailed_events(&sys, &c, &ev), 18250 * MP_PS_PER_NS);
+    ck_assert_uint_eq(ev, 8 * (14 * 4 + 4));
+    c.bytes = 6.4e6;
+    c.chunks = 8;
+    ck_assert_int_eq(run_detailed_events(&sys, &c, &ev), 113 * US);
+    ck_assert_uint_eq(ev, 2 * 14 * 8 * 8);
+    system_release(&sys);
+}
+END_TEST
 
 START_TEST(chunked_ring_pays_latency_once_per_step)
 {
@@ -355,6 +398,7 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, detailed_equals_fast_on_an_idle_switch);
     tcase_add_test(tc, hierarchical_all_reduce_two_nodes);
     tcase_add_test(tc, chunked_ring_pays_latency_once_per_step);
+    tcase_add_test(tc, compact_ring_events_by_hand);
     tcase_add_test(tc, broadcast_chain_by_hand);
     tcase_add_test(tc, presets_calibrated_to_measured_busbw);
     tcase_add_test(tc, torus_dimension_order_routes);

@@ -47,6 +47,8 @@ void engine_init(struct engine *e, const struct taskgraph *g)
         e->ring_prev = mp_xmalloc(n * sizeof *e->ring_prev);
         e->ring_next = mp_xmalloc(n * sizeof *e->ring_next);
         e->ring_of = mp_xmalloc(n * sizeof *e->ring_of);
+        e->ring_release_at = mp_xmalloc(n * sizeof *e->ring_release_at);
+        for (size_t i = 0; i < n; i++) e->ring_release_at[i] = NONE;
         for (int r = 0; r < g->n_rings; r++) {
             const struct tg_ring *x = &g->rings[r];
             for (int i = 0; i < x->n; i++) {
@@ -62,6 +64,7 @@ void engine_init(struct engine *e, const struct taskgraph *g)
 
 void engine_release(struct engine *e)
 {
+
     eventq_release(&e->q);
     free(e->start);
     free(e->end);
@@ -82,6 +85,7 @@ void engine_release(struct engine *e)
     free(e->ring_prev);
     free(e->ring_next);
     free(e->ring_of);
+    free(e->ring_release_at);
     free(e->fused);
     skip_release(e);
     free(e->released_by);
@@ -122,8 +126,62 @@ static void link_enqueue(struct engine *e, int link, int op)
 /* Event payloads: the op index times 4, plus what its event does. A transfer
  * with latency has two events: its last byte leaves (the stream and links
  * come free) and, the latency later, it arrives (it ends). Everything else,
- * and a transfer with no latency, has one event doing both. */
+ * and a transfer with no latency, has one event doing both; so does a ring
+ * piece whose release ring_defers leaves to ring_settle (its arrival). */
 enum { EV_RELEASE = 1, EV_END = 2 };
+
+static int stream_of(const struct op *o) { return o->chip * N_STREAMS + o->stream; }
+
+/* A ring transfer in flight whose letting go of its stream and links was
+ * left to whoever looks next (start_op: the next transfer of a ring waiting
+ * on its neighbour's piece needs no event at its last byte, only at the
+ * piece's arrival). At or past that time it lets go now; before it, the
+ * release becomes an event as any transfer's, for what waits on it. True
+ * when the stream and links are free now. No transfer queues on the links
+ * of a deferred release (it settles first), so none is woken here. */
+static bool ring_settle(struct engine *e, int id)
+{
+    mp_time at = e->ring_release_at[id];
+    e->ring_release_at[id] = NONE;
+    const struct op *o = &e->g->ops[id];
+    if (at > e->now) {
+        eventq_schedule(&e->q, at, 0, (int64_t)id * 4 + EV_RELEASE);
+        return false;
+    }
+    e->busy[stream_of(o)] = false;
+    const int32_t *route = o->route_len ? e->g->route + o->route_off : NULL;
+    for (int i = 0; i < o->route_len; i++) {
+        assert(e->link_wait_head[route[i]] == NONE);
+        e->link_holder[route[i]] = NONE;
+    }
+    return true;
+}
+
+/* Whether ring op `id`, starting transfer t (not its last), may leave its
+ * release to ring_settle: its next transfer waits on a piece from the
+ * member before it that has not arrived (so that arrival, an event, comes
+ * to look), and nothing queues on its links. */
+static bool ring_defers(const struct engine *e, int id, const struct tg_ring *r, int t)
+{
+    const struct op *o = &e->g->ops[id];
+    if (o->latency <= 0 || t + 1 >= r->steps || t + 1 < r->chunks) return false;
+    if (e->ring_arrived[e->ring_prev[id]] > t + 1 - r->chunks) return false;
+    const int32_t *route = o->route_len ? e->g->route + o->route_off : NULL;
+    for (int i = 0; i < o->route_len; i++)
+        if (e->link_wait_head[route[i]] != NONE) return false;
+    return true;
+}
+
+/* Stream s is busy: if with a ring transfer whose release was deferred (the
+ * ring op heads the stream until its last transfer, which never defers),
+ * settle it; true when the stream is free now. */
+static bool ring_settle_head(struct engine *e, int s)
+{
+    int k = e->next[s];
+    if (k >= e->g->stream_off[s + 1]) return false;
+    int id = e->g->stream_ops[k];
+    return e->ring_release_at[id] != NONE && ring_settle(e, id);
+}
 
 /* ---- chains timed at once --------------------------------------------
  * A TP pass is a chain on one chip: compute, a collective on the comm
@@ -316,18 +374,21 @@ static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
     const struct taskgraph *g = e->g;
     const struct op *o = &g->ops[id];
     int t = 0;
+    const struct tg_ring *r = NULL;
     if (o->kind == OP_RING) {
         /* Transfer t (step t / chunks, chunk t % chunks) needs the same chunk
          * of the step before to have arrived from the ring's previous member,
          * as the t-th transfer of the expanded ring depends on it. */
-        const struct tg_ring *r = &g->rings[e->ring_of[id]];
+        r = &g->rings[e->ring_of[id]];
         t = e->ring_sent[id];
         if (t >= r->chunks && e->ring_arrived[e->ring_prev[id]] <= t - r->chunks) return;
     }
     /* A graph with no transfers has no route array: NULL + 0 is undefined. */
     const int32_t *route = o->route_len ? g->route + o->route_off : NULL;
     for (int i = 0; i < o->route_len; i++) {
-        if (e->link_holder[route[i]] != NONE) {
+        int holder = e->link_holder[route[i]];
+        if (holder != NONE &&
+            !(e->ring_release_at && e->ring_release_at[holder] != NONE && ring_settle(e, holder))) {
             link_enqueue(e, route[i], id);
             return;
         }
@@ -351,6 +412,9 @@ static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
         h = eventq_schedule(&e->q, t_last + g->ops[last].duration, 0,
                             (int64_t)last * 4 + (EV_RELEASE | EV_END));
         if (e->skip) skip_note_event(e, last, h, EV_RELEASE | EV_END);
+    } else if (r && ring_defers(e, id, r, t)) {
+        e->ring_release_at[id] = e->now + (o->duration - o->latency);
+        eventq_schedule(&e->q, e->now + o->duration, 0, (int64_t)id * 4 + EV_END);
     } else if (o->latency > 0) {
         h = eventq_schedule(&e->q, e->now + (o->duration - o->latency), 0, (int64_t)id * 4 + EV_RELEASE);
         if (e->skip) skip_note_event(e, id, h, EV_RELEASE);
@@ -366,13 +430,12 @@ static void __attribute__((noinline)) start_op(struct engine *e, int s, int id)
 static inline void try_start(struct engine *e, int s)
 {
     const struct taskgraph *g = e->g;
-    if (e->busy[s] || e->next[s] >= g->stream_off[s + 1]) return;
+    if (e->busy[s] && !(e->ring_release_at && ring_settle_head(e, s))) return;
+    if (e->next[s] >= g->stream_off[s + 1]) return;
     int id = g->stream_ops[e->next[s]];
     if (e->pending[id] > 0 || e->waiting[id]) return;
     start_op(e, s, id);
 }
-
-static int stream_of(const struct op *o) { return o->chip * N_STREAMS + o->stream; }
 
 /* A link came free: every transfer queued on it tries again, in arrival
  * order; those still blocked (by another link) queue where they block. */
@@ -459,7 +522,10 @@ static void on_op_end(void *ctx, const struct eventq_event *ev)
             op_done(e, id, o, ev->time);
             wake_successors(e, id);
         }
-        try_start(e, s);
+        /* An arrival alone changes nothing this stream waits on (its next
+         * transfer waits on the member before it); looking would only
+         * settle a deferred release early, as an event. */
+        if ((what & EV_RELEASE) || last) try_start(e, s);
     } else if (what == (EV_RELEASE | EV_END)) {
         e->busy[s] = false;
         op_done(e, id, o, ev->time);

@@ -90,6 +90,12 @@ struct engine {
     int32_t *ring_sent, *ring_arrived; /* per op: transfers of an OP_RING started, arrived (NULL: no rings) */
     int32_t *ring_prev, *ring_next; /* per op: neighbours in its ring */
     int32_t *ring_of;               /* per op: its ring in g->rings */
+    /* Per op: when the transfer in flight of an OP_RING lets go of its
+     * stream and links, if no event was scheduled for that (-1: none
+     * pending so). A ring that waits on its neighbour's pieces, not on its
+     * own link, is one event a transfer, its arrival; the letting go is
+     * done when something next looks (engine.c, ring_settle). */
+    mp_time *ring_release_at;
     /* Steady-state skipping (skip.c): */
     mp_time shift;                  /* added to every time recorded: periods jumped × Δ */
     struct engine_skip *skip;       /* NULL when the graph declares no period */
