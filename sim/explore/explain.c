@@ -151,7 +151,10 @@ static void generate(struct gen *g)
     fmt_s(t, sizeof t, part[SPLIT_RECOMPUTE]);
     snprintf(why, sizeof why, "recompute %s", t);
     if (c->training.recompute == RECOMPUTE_FULL) lever(g, false, why, "training.recompute=selective", NULL);
-    if (c->training.recompute == RECOMPUTE_SELECTIVE) lever(g, false, why, "training.recompute=none", NULL);
+    /* Selective recompute of FlashAttention layers re-runs nothing (its
+     * kernel recomputes inside its backward): no lever where it costs 0. */
+    if (c->training.recompute == RECOMPUTE_SELECTIVE && part[SPLIT_RECOMPUTE] > 0)
+        lever(g, false, why, "training.recompute=none", NULL);
     fmt_s(t, sizeof t, part[SPLIT_COMPUTE]);
     snprintf(why, sizeof why, "compute %s", t);
     if (s->has_model && gb % (2 * mb * dp) == 0) {
