@@ -16,7 +16,6 @@
 
 #include "hardware/coll_curve.h"
 #include "hardware/system.h"
-#include "sim/engine/engine.h"
 #include "sim/strategy/collective.h"
 #include "testutil.h"
 
@@ -47,18 +46,8 @@ static double fast_us(const struct system *sys, enum coll_op op, int n, double b
 
 static mp_time run_detailed(const struct system *sys, struct coll_spec *c)
 {
-    struct taskgraph g;
-    tg_init(&g, sys->n_chips, sys->n_links);
-    int ready[16], done[16];
-    for (int i = 0; i < c->n; i++) ready[i] = -1;
-    collective_add(&g, sys, c, FIDELITY_DETAILED, ready, done);
-    tg_finalize(&g);
-    struct engine e;
-    engine_init(&e, &g);
-    ck_assert_int_eq(engine_run(&e, &err), MP_OK);
-    mp_time t = engine_makespan(&e);
-    engine_release(&e);
-    tg_release(&g);
+    mp_time t;
+    ck_assert_int_eq(collective_run_alone(sys, c, &t, NULL, &err), MP_OK);
     return t;
 }
 

@@ -39,25 +39,13 @@ static const char *switch8(void)
     return path;
 }
 
-/* Run one collective expanded into transfers; the makespan. */
 /* The detailed time of `c` alone on `sys`; *events (if given) the events
  * the engine handled. */
 static mp_time run_detailed_events(const struct system *sys, struct coll_spec *c,
                                    uint64_t *events)
 {
-    struct taskgraph g;
-    tg_init(&g, sys->n_chips, sys->n_links);
-    int ready[64], done[64];
-    for (int i = 0; i < c->n; i++) ready[i] = -1;
-    collective_add(&g, sys, c, FIDELITY_DETAILED, ready, done);
-    tg_finalize(&g);
-    struct engine e;
-    engine_init(&e, &g);
-    ck_assert_int_eq(engine_run(&e, &err), MP_OK);
-    mp_time t = engine_makespan(&e);
-    if (events) *events = e.events;
-    engine_release(&e);
-    tg_release(&g);
+    mp_time t;
+    ck_assert_int_eq(collective_run_alone(sys, c, &t, events, &err), MP_OK);
     return t;
 }
 

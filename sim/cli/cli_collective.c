@@ -11,7 +11,6 @@
 #include "hardware/chip.h"
 #include "cli.h"
 #include "sim/strategy/collective.h"
-#include "sim/engine/engine.h"
 #include "hardware/system.h"
 #include "sim/io/budget.h"
 #include "sim/io/units.h"
@@ -56,27 +55,16 @@ static const char collective_usage_text[] =
     "is estimated first; past the budget (4 GiB, or 1 h at about 1 us an event) the\n"
     "command stops and says so, unless --force (or --fast, which skips the events).\n";
 
-/* Time one collective at detailed fidelity by running the engine. */
+/* Time one collective at detailed fidelity by running the engine. Only the
+ * makespan is printed, so rings need no op per transfer: the compact form
+ * keeps 4,096 chips in megabytes instead of gigabytes. */
 static mp_time detailed_time(const struct system *sys, const struct coll_spec *c)
 {
-    struct taskgraph g;
-    tg_init(&g, sys->n_chips, sys->n_links);
-    int *ready = mp_xmalloc((size_t)c->n * sizeof *ready), *done = mp_xmalloc((size_t)c->n * sizeof *done);
-    for (int i = 0; i < c->n; i++) ready[i] = -1;
-    /* Only the makespan is printed, so rings need no op per transfer: the
-     * compact form keeps 4,096 chips in megabytes instead of gigabytes. */
     struct coll_spec cc = *c;
     cc.compact = true;
-    collective_add(&g, sys, &cc, FIDELITY_DETAILED, ready, done);
-    tg_finalize(&g);
-    struct engine e;
-    engine_init(&e, &g);
     struct mp_error err = { 0 };
-    mp_time t = engine_run(&e, &err) == MP_OK ? engine_makespan(&e) : -1;
-    engine_release(&e);
-    tg_release(&g);
-    free(ready);
-    free(done);
+    mp_time t;
+    collective_run_alone(sys, &cc, &t, NULL, &err);
     return t;
 }
 

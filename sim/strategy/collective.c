@@ -63,6 +63,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/engine/engine.h"
+
 #define MAX_ROUTE 256
 #define BCAST_CHUNKS 8
 
@@ -927,4 +929,26 @@ mp_time collective_ring_all_reduce_time(const struct system *sys, const int *chi
 {
     if (n <= 1) return 0;
     return mp_time_mul(ring_hop(sys, chips, n, bytes / n), 2LL * (n - 1));
+}
+
+int collective_run_alone(const struct system *sys, const struct coll_spec *c, mp_time *t,
+                         uint64_t *events, struct mp_error *err)
+{
+    struct taskgraph g;
+    tg_init(&g, sys->n_chips, sys->n_links);
+    int n = c->n > 0 ? c->n : 1;
+    int *ready = mp_xmalloc((size_t)n * sizeof *ready), *done = mp_xmalloc((size_t)n * sizeof *done);
+    for (int i = 0; i < n; i++) ready[i] = -1;
+    collective_add(&g, sys, c, FIDELITY_DETAILED, ready, done);
+    tg_finalize(&g);
+    struct engine e;
+    engine_init(&e, &g);
+    int rc = engine_run(&e, err);
+    *t = rc == MP_OK ? engine_makespan(&e) : -1;
+    if (events) *events = e.events;
+    engine_release(&e);
+    tg_release(&g);
+    free(ready);
+    free(done);
+    return rc;
 }

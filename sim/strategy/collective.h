@@ -36,6 +36,7 @@
 #define MPSIM_COLLECTIVE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "sim/common.h"
 #include "hardware/system.h"
@@ -134,6 +135,14 @@ double collective_work(const struct system *sys, const struct coll_spec *c, enum
  * and copies ready to done. Returns the number of ops appended. */
 int collective_add(struct taskgraph *g, const struct system *sys, const struct coll_spec *c,
                    enum fidelity fid, const int *ready, int *done);
+
+/* The collective alone on an idle `sys` at detailed fidelity, run through
+ * the engine (`mpsim collective`'s detailed column, the tests that hold the
+ * fast time to it): its makespan in *t, and in *events (may be NULL) the
+ * events the engine handled. MP_ERR_INFEASIBLE (*t = −1) if the graph
+ * cannot finish, which a collective's never should. */
+int collective_run_alone(const struct system *sys, const struct coll_spec *c, mp_time *t,
+                         uint64_t *events, struct mp_error *err);
 
 /* The ring all-reduce expanded into transfers (collective_add with ring at
  * detailed fidelity), kept for callers that want exactly that. */
