@@ -2,7 +2,6 @@
 #include "cli.h"
 
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include <cJSON.h>

@@ -64,7 +64,6 @@ void engine_init(struct engine *e, const struct taskgraph *g)
 
 void engine_release(struct engine *e)
 {
-
     eventq_release(&e->q);
     free(e->start);
     free(e->end);
